@@ -1,0 +1,79 @@
+"""rewinddb: the state layer for AI agents.
+
+Every attempt gets its own branch (forking copies nothing), every write is a version on
+one DB-wide clock, and every read can be taken ``as_of`` any past version::
+
+    import rewinddb
+
+    with rewinddb.open("./agent") as db:
+        db.kv.put("task", "reduce risk")
+        db.branches.fork("default", "run-1")
+        work = db.at(branch="run-1")
+        work.events.append("tool.call", {"tool": "read"})
+"""
+
+from __future__ import annotations
+
+if __name__ != "rewinddb":  # pragma: no cover - a packaging guard
+    raise ImportError(
+        f"rewinddb's core was imported as {__name__!r}; import it as 'rewinddb' "
+        "(install the project with pip install -e . and run pytest with "
+        "--import-mode=importlib)"
+    )
+
+from .branches import Branches
+from .database import BranchView, Database, open
+from .diff import Change, Diff, Point
+from .errors import (
+    AppendConflictError,
+    BranchExistsError,
+    BranchNotFound,
+    DatabaseClosedError,
+    EventNotFound,
+    HistoryUnavailableError,
+    InvalidInputError,
+    InvalidJSONPathError,
+    InvalidValueError,
+    MergeConflictError,
+    NotADatabaseError,
+    NotFoundError,
+    ReadOnlyError,
+    RewindError,
+)
+from .merge import MergeChange, MergeConflict, MergeReceipt
+from .models import Branch, Commit, Event, EventItem, HistoryEntry
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AppendConflictError",
+    "Branch",
+    "BranchExistsError",
+    "BranchNotFound",
+    "BranchView",
+    "Branches",
+    "Change",
+    "Commit",
+    "Database",
+    "DatabaseClosedError",
+    "Diff",
+    "Event",
+    "EventItem",
+    "EventNotFound",
+    "HistoryEntry",
+    "HistoryUnavailableError",
+    "InvalidInputError",
+    "InvalidJSONPathError",
+    "InvalidValueError",
+    "MergeChange",
+    "MergeConflict",
+    "MergeConflictError",
+    "MergeReceipt",
+    "NotADatabaseError",
+    "NotFoundError",
+    "Point",
+    "ReadOnlyError",
+    "RewindError",
+    "__version__",
+    "open",
+]

@@ -1,0 +1,186 @@
+"""Storage that shares what consecutive versions of a value have in common.
+
+Agents mostly *grow* their state: a message list gains one message per turn. Storing
+every version whole costs O(n^2) bytes over n turns. Here a large JSON array (at the
+top of a value, or under object keys) is stored as a *shared array*: rows of items in
+``rewind_seq_items``, referred to by (array id, length). A new version whose array
+starts with the previous version's items only appends the new items; a version that is
+a prefix of the previous one (the list shrank from the end) stores nothing at all.
+
+Each item row carries a hash of the array's prefix up to and including it, so "does the
+new list start with the old one?" is one index seek and one hash comparison, not a read
+of the old list. Reading any version reads exactly its own items: as fast as the latest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from ._connection import Connection
+from ._values import dumps, loads
+
+#: Arrays whose items encode to fewer bytes than this are stored inline.
+MIN_SHARED_BYTES = 512
+#: Values that encode to fewer bytes than this are never split.
+MIN_SPLIT_BYTES = 2048
+
+Path = tuple[str, ...]
+Ref = tuple[Path, int, int]  # (object path, array id, length)
+
+
+def _prefix_hashes(items: list[bytes]) -> list[bytes]:
+    hashes = []
+    previous = b""
+    for item in items:
+        previous = hashlib.blake2b(previous + item, digest_size=16).digest()
+        hashes.append(previous)
+    return hashes
+
+
+def _find_arrays(value: Any, path: Path, found: list[tuple[Path, list[Any]]]) -> None:
+    if isinstance(value, (list, tuple)):
+        found.append((path, list(value)))
+    elif isinstance(value, dict):
+        for key, sub in value.items():
+            if isinstance(sub, (list, tuple, dict)):
+                _find_arrays(sub, (*path, key), found)
+
+
+def _replace(value: Any, path: Path, replacement: Any) -> Any:
+    """A shallow copy of ``value`` with the item at ``path`` replaced."""
+    if not path:
+        return replacement
+    copy = dict(value)
+    copy[path[0]] = _replace(value[path[0]], path[1:], replacement)
+    return copy
+
+
+class SharedArrays:
+    """Encodes values into (body, refs) and back, sharing array prefixes."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    # -- encoding ----------------------------------------------------------------
+
+    def encode(
+        self, value: Any, body: bytes, previous_refs: list[Ref] | None
+    ) -> tuple[bytes, bytes | None]:
+        """Return the (body, refs) to store for ``value`` whose full encoding is ``body``."""
+        if len(body) < MIN_SPLIT_BYTES:
+            return body, None
+        arrays: list[tuple[Path, list[Any]]] = []
+        _find_arrays(value, (), arrays)
+        previous = {tuple(p): (seq, length) for p, seq, length in previous_refs or ()}
+        refs: list[Ref] = []
+        skeleton = value
+        for path, items in arrays:
+            encoded = [dumps(item) for item in items]
+            if len(encoded) < 2 or sum(map(len, encoded)) < MIN_SHARED_BYTES:
+                continue
+            seq, length = self._store(encoded, previous.get(path))
+            refs.append((path, seq, length))
+            skeleton = _replace(skeleton, path, None)
+        if not refs:
+            return body, None
+        return dumps(skeleton), dumps([[list(p), s, n] for p, s, n in refs])
+
+    def _store(self, encoded: list[bytes], previous: tuple[int, int] | None) -> tuple[int, int]:
+        hashes = _prefix_hashes(encoded)
+        n = len(encoded)
+        if previous is not None:
+            seq, old_len = previous
+            shared = min(n, old_len)
+            if shared and self._prefix_hash(seq, shared - 1) == hashes[shared - 1]:
+                if n <= old_len:
+                    return seq, n  # same list, or it shrank from the end
+                if self._own_length(seq) == old_len:
+                    self._insert(seq, old_len, encoded, hashes)
+                    return seq, n
+                # The array was extended differently elsewhere (another branch):
+                # a new array that shares the common prefix.
+                new_seq = self._new_seq(base=seq, base_len=old_len)
+                self._insert(new_seq, old_len, encoded, hashes)
+                return new_seq, n
+        new_seq = self._new_seq(base=None, base_len=0)
+        self._insert(new_seq, 0, encoded, hashes)
+        return new_seq, n
+
+    def _new_seq(self, base: int | None, base_len: int) -> int:
+        cursor = self.conn.execute(
+            "INSERT INTO rewind_seqs (base_id, base_len) VALUES (?, ?)", (base, base_len)
+        )
+        seq_id = cursor.lastrowid
+        assert seq_id is not None
+        return seq_id
+
+    def _insert(self, seq: int, start: int, encoded: list[bytes], hashes: list[bytes]) -> None:
+        self.conn.executemany(
+            "INSERT INTO rewind_seq_items (seq_id, idx, item, prefix_hash) VALUES (?, ?, ?, ?)",
+            [(seq, i, encoded[i], hashes[i]) for i in range(start, len(encoded))],
+        )
+
+    def _own_length(self, seq: int) -> int:
+        """The length of the array ``seq`` as far as it has been written."""
+        row = self.conn.fetchone("SELECT max(idx) FROM rewind_seq_items WHERE seq_id = ?", (seq,))
+        if row is not None and row[0] is not None:
+            return int(row[0]) + 1
+        base = self.conn.fetchone("SELECT base_len FROM rewind_seqs WHERE id = ?", (seq,))
+        return int(base[0]) if base else 0
+
+    def _locate(self, seq: int, idx: int) -> int:
+        """The array in ``seq``'s base chain that holds item ``idx``."""
+        while True:
+            row = self.conn.fetchone(
+                "SELECT base_id, base_len FROM rewind_seqs WHERE id = ?", (seq,)
+            )
+            if row is None or row[0] is None or idx >= row[1]:
+                return seq
+            seq = row[0]
+
+    def _prefix_hash(self, seq: int, idx: int) -> bytes | None:
+        row = self.conn.fetchone(
+            "SELECT prefix_hash FROM rewind_seq_items WHERE seq_id = ? AND idx = ?",
+            (self._locate(seq, idx), idx),
+        )
+        return bytes(row[0]) if row else None
+
+    # -- decoding ----------------------------------------------------------------
+
+    def decode(self, body: bytes, refs: bytes | None) -> Any:
+        value = loads(body)
+        if refs is None:
+            return value
+        for path, seq, length in loads(refs):
+            value = _replace(value, tuple(path), self._read(seq, length))
+        return value
+
+    def _read(self, seq: int, length: int) -> list[Any]:
+        parts: list[bytes] = []
+        end = length
+        while end > 0:
+            row = self.conn.fetchone(
+                "SELECT base_id, base_len FROM rewind_seqs WHERE id = ?", (seq,)
+            )
+            start = row[1] if row and row[0] is not None else 0
+            start = min(start, end)
+            if start < end:
+                items = self.conn.fetchall(
+                    "SELECT item FROM rewind_seq_items "
+                    "WHERE seq_id = ? AND idx >= ? AND idx < ? ORDER BY idx DESC",
+                    (seq, start, end),
+                )
+                parts.extend(bytes(r[0]) for r in items)
+            end = start
+            if row is None or row[0] is None:
+                break
+            seq = row[0]
+        parts.reverse()
+        result: list[Any] = loads(b"[" + b",".join(parts) + b"]")
+        return result
+
+    def refs_of(self, refs: bytes | None) -> list[Ref] | None:
+        if refs is None:
+            return None
+        return [(tuple(p), s, n) for p, s, n in loads(refs)]

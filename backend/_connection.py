@@ -1,0 +1,177 @@
+"""The one database connection of a ``Database``, and how writes are made atomic.
+
+The schema comes from SQLModel (``_schema``); statements on the hot path go straight to
+the DB-API connection with portable SQL (``?`` placeholders, standard syntax), because
+SQLAlchemy's per-statement overhead alone would cost more than SQLite's commit.
+
+SQLite runs in WAL mode: readers never block the writer. Every write transaction starts
+with ``BEGIN IMMEDIATE``, which takes the write lock up front, so the version clock is
+allocated in commit order; a busy database is waited on (``busy_timeout``), not reported.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine
+from sqlalchemy.pool import NullPool
+from sqlmodel import SQLModel
+
+from . import _schema
+from .errors import DatabaseClosedError, NotADatabaseError, ReadOnlyError, RewindError
+
+DB_FILENAME = "rewind.sqlite3"
+FORMAT_MARKER = "rewinddb"
+
+#: ``normal``: WAL + synchronous=NORMAL. A crashed or killed process loses nothing it
+#: committed; a power cut may lose the last commits (the database stays consistent).
+#: ``full``: synchronous=FULL, every commit is on disk before the call returns.
+DURABILITY_LEVELS = {"normal": "NORMAL", "full": "FULL"}
+
+Params = Sequence[Any]
+
+
+class Connection:
+    """A SQLite connection with explicit transactions and a lock for threads."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        durability: str = "normal",
+        readonly: bool = False,
+        busy_timeout: float = 60.0,
+    ) -> None:
+        if durability not in DURABILITY_LEVELS:
+            raise RewindError(
+                f"durability must be one of {sorted(DURABILITY_LEVELS)}, not {durability!r}",
+                code="invalid.option",
+            )
+        self.path = directory / DB_FILENAME
+        self.readonly = readonly
+        self.lock = threading.RLock()
+        self._depth = 0
+        self._closed = False
+        if readonly:
+            uri = f"{self.path.resolve().as_uri()}?mode=ro"
+            raw = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        else:
+            raw = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._raw = raw
+        raw.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        raw.execute(f"PRAGMA synchronous = {DURABILITY_LEVELS[durability]}")
+        raw.execute("PRAGMA foreign_keys = OFF")
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def ensure_schema(self) -> None:
+        """Create the tables on a new database, or check that an old one is ours."""
+        has_meta = self.fetchone(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rewind_meta'"
+        )
+        if has_meta is None:
+            others = self.fetchone("SELECT count(*) FROM sqlite_master")
+            if others is not None and others[0]:
+                raise NotADatabaseError(f"{self.path} is a SQLite file but not a rewinddb database")
+            if self.readonly:
+                raise NotADatabaseError(f"{self.path} holds no rewinddb database yet")
+            self._create_schema()
+            return
+        marker = self.fetchone("SELECT value FROM rewind_meta WHERE key = 'format'")
+        if marker is None or marker[0] != FORMAT_MARKER:
+            raise NotADatabaseError(f"{self.path} is not a rewinddb database")
+        version = self.fetchone("SELECT value FROM rewind_meta WHERE key = 'schema_version'")
+        if version is None or int(version[0]) > _schema.SCHEMA_VERSION:
+            raise NotADatabaseError(
+                f"{self.path} was written by a newer rewinddb (schema "
+                f"{version[0] if version else '?'}); upgrade rewinddb to open it"
+            )
+
+    def _create_schema(self) -> None:
+        self._raw.execute("PRAGMA journal_mode = WAL")
+        engine = create_engine(f"sqlite:///{self.path}", poolclass=NullPool)
+        try:
+            SQLModel.metadata.create_all(engine)
+        finally:
+            engine.dispose()
+        with self.write():
+            if self.fetchone("SELECT 1 FROM rewind_meta WHERE key = 'format'") is None:
+                self.execute(
+                    "INSERT INTO rewind_meta (key, value) VALUES (?, ?), (?, ?)",
+                    ("format", FORMAT_MARKER, "schema_version", str(_schema.SCHEMA_VERSION)),
+                )
+
+    def close(self) -> None:
+        with self.lock:
+            if not self._closed:
+                self._closed = True
+                self._raw.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def check_open(self) -> None:
+        if self._closed:
+            raise DatabaseClosedError("the database is closed; open it again with rewinddb.open()")
+
+    # -- statements --------------------------------------------------------------
+
+    def execute(self, sql: str, params: Params = ()) -> sqlite3.Cursor:
+        if self._closed:
+            self.check_open()
+        return self._raw.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Sequence[Params]) -> None:
+        self.check_open()
+        self._raw.executemany(sql, rows)
+
+    def fetchone(self, sql: str, params: Params = ()) -> Any:
+        return self.execute(sql, params).fetchone()
+
+    def fetchall(self, sql: str, params: Params = ()) -> list[Any]:
+        return self.execute(sql, params).fetchall()
+
+    # -- transactions ------------------------------------------------------------
+
+    @property
+    def in_write(self) -> bool:
+        return self._depth > 0
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        """An atomic write: the outermost level is a transaction, inner ones savepoints.
+
+        Any exception rolls back this level completely, so a refused write inside a
+        larger transaction leaves nothing behind either.
+        """
+        with self.lock:
+            self.check_open()
+            if self.readonly:
+                raise ReadOnlyError("this database was opened read-only")
+            depth = self._depth
+            if depth == 0:
+                self._raw.execute("BEGIN IMMEDIATE")
+            else:
+                self._raw.execute(f"SAVEPOINT rw{depth}")
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._depth -= 1
+                if depth == 0:
+                    self._raw.execute("ROLLBACK")
+                else:
+                    self._raw.execute(f"ROLLBACK TO rw{depth}")
+                    self._raw.execute(f"RELEASE rw{depth}")
+                raise
+            self._depth -= 1
+            if depth == 0:
+                self._raw.execute("COMMIT")
+            else:
+                self._raw.execute(f"RELEASE rw{depth}")

@@ -1,0 +1,400 @@
+"""The versioned store underneath every primitive: branches, the clock, lineage reads.
+
+A *point* in history is (branch, version). The state a branch sees at version ``v`` is
+made of its own rows up to ``v``, then its parent's rows up to the fork point, and so on
+up to the root. Resolving a key is therefore one index seek per lineage step, newest
+first; nothing is copied on fork and nothing is replayed on read.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Union
+
+from ._arrays import MIN_SPLIT_BYTES, SharedArrays
+from ._connection import Connection
+from ._values import dumps, validate
+from .errors import (
+    BranchNotFound,
+    HistoryUnavailableError,
+    InvalidInputError,
+    RewindError,
+)
+from .models import from_micros, to_micros
+
+AsOf = Union[int, datetime, None]  # noqa: UP007 - a runtime alias, Python 3.10
+
+DEFAULT_BRANCH = "default"
+
+KIND_JSON, KIND_BYTES, KIND_DELETED = 0, 1, 2
+
+
+class _Missing:
+    """The value of a key that does not exist (distinct from a stored ``None``)."""
+
+    _instance: _Missing | None = None
+
+    def __new__(cls) -> _Missing:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING: Any = _Missing()
+
+
+def now_micros() -> int:
+    return time.time_ns() // 1000
+
+
+def check_name(value: Any, what: str) -> str:
+    """Keys, branch names and event types: non-empty strings without NUL."""
+    if not isinstance(value, str):
+        raise InvalidInputError(
+            f"{what} must be a string, not {type(value).__name__}", code=f"invalid.{what}"
+        )
+    if not value or not value.strip():
+        raise InvalidInputError(f"{what} must not be empty", code=f"invalid.{what}")
+    if "\x00" in value:
+        raise InvalidInputError(f"{what} must not contain NUL characters", code=f"invalid.{what}")
+    if len(value) > 1024:
+        raise InvalidInputError(f"{what} is longer than 1024 characters", code=f"invalid.{what}")
+    return value
+
+
+def check_text(value: Any, what: str) -> str | None:
+    """Optional metadata (trigger, message): None or a string."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or "\x00" in value:
+        raise InvalidInputError(f"{what} must be a string or None", code=f"invalid.{what}")
+    return value
+
+
+@dataclass(frozen=True)
+class BranchRecord:
+    id: int
+    name: str
+    parent_id: int | None
+    forked_at: int
+    created_at: int
+    deleted_at: int | None
+
+
+@dataclass
+class WriteContext:
+    """The commit being written: its version is allocated at the first write."""
+
+    engine: Engine
+    branch: BranchRecord
+    trigger: str | None
+    message: str | None
+    version: int | None = None
+    ts: int = 0
+    merge_from: tuple[int, int] | None = None
+    written: set[tuple[str, str]] = field(default_factory=set)
+
+    def commit(self) -> int:
+        """The version of this commit, allocating it (one row) on first use."""
+        if self.version is None:
+            conn = self.engine.conn
+            last = conn.fetchone(
+                "SELECT version, ts FROM rewind_commits ORDER BY version DESC LIMIT 1"
+            )
+            version = last[0] + 1 if last else 1
+            ts = max(now_micros(), last[1] if last else 0)
+            merge_branch, merge_version = self.merge_from or (None, None)
+            conn.execute(
+                "INSERT INTO rewind_commits (version, branch_id, ts, trigger, message, "
+                "merge_branch_id, merge_version) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    version,
+                    self.branch.id,
+                    ts,
+                    self.trigger,
+                    self.message,
+                    merge_branch,
+                    merge_version,
+                ),
+            )
+            self.version, self.ts = version, ts
+        return self.version
+
+
+class Engine:
+    """Branches, the version clock, commits and lineage reads of one database."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.arrays = SharedArrays(conn)
+        self._records: dict[int, BranchRecord] = {}
+        self._group: WriteContext | None = None
+
+    # -- branches ----------------------------------------------------------------
+
+    _BRANCH_COLUMNS = "id, name, parent_id, forked_at, created_at, deleted_at"
+
+    def branch(self, name: str) -> BranchRecord:
+        """The live branch called ``name``; ``BranchNotFound`` if there is none."""
+        check_name(name, "branch")
+        row = self.conn.fetchone(
+            f"SELECT {self._BRANCH_COLUMNS} FROM rewind_branches "
+            "WHERE name = ? AND deleted_at IS NULL",
+            (name,),
+        )
+        if row is None:
+            deleted = self.conn.fetchone(
+                "SELECT max(deleted_at) FROM rewind_branches WHERE name = ?", (name,)
+            )
+            if deleted and deleted[0] is not None:
+                raise BranchNotFound(
+                    f"branch {name!r} was deleted at {from_micros(deleted[0]).isoformat()}; "
+                    "its reads are gone (branches forked from it keep their history)",
+                    branch=name,
+                )
+            raise BranchNotFound(
+                f"branch {name!r} does not exist; see db.branches.list()", branch=name
+            )
+        record = BranchRecord(*row)
+        self._records[record.id] = record
+        return record
+
+    def branch_by_id(self, branch_id: int) -> BranchRecord:
+        record = self._records.get(branch_id)
+        if record is None or record.deleted_at is None:
+            row = self.conn.fetchone(
+                f"SELECT {self._BRANCH_COLUMNS} FROM rewind_branches WHERE id = ?",
+                (branch_id,),
+            )
+            record = BranchRecord(*row)
+            self._records[branch_id] = record
+        return record
+
+    def lineage(self, record: BranchRecord, version: int) -> list[tuple[int, int]]:
+        """[(branch id, highest visible version)], the branch first, then its ancestors."""
+        steps = [(record.id, version)]
+        while record.parent_id is not None:
+            cap = record.forked_at
+            record = self.branch_by_id(record.parent_id)
+            steps.append((record.id, cap))
+        return steps
+
+    def ranges(self, record: BranchRecord, version: int) -> dict[int, int]:
+        return dict(self.lineage(record, version))
+
+    # -- the clock ---------------------------------------------------------------
+
+    def clock(self) -> int:
+        """The newest version (including the one being written in this connection)."""
+        row = self.conn.fetchone("SELECT max(version) FROM rewind_commits")
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def version_at(self, when: datetime) -> int:
+        """The newest version committed at or before ``when``."""
+        row = self.conn.fetchone(
+            "SELECT max(version) FROM rewind_commits WHERE ts <= ?", (to_micros(when),)
+        )
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def resolve_as_of(self, record: BranchRecord, as_of: AsOf) -> int:
+        """The version ``as_of`` names on ``record``, checked against its history."""
+        now = self.clock()
+        if as_of is None:
+            return max(now, record.forked_at)
+        if isinstance(as_of, datetime):
+            if as_of.tzinfo is None:
+                raise InvalidInputError(
+                    "as_of datetime must be timezone-aware (for example "
+                    "datetime.now(timezone.utc)); a naive one is ambiguous",
+                    code="invalid.as_of",
+                )
+            if as_of > datetime.now(timezone.utc):
+                raise InvalidInputError(
+                    f"as_of {as_of.isoformat()} is in the future", code="invalid.as_of"
+                )
+            version = self.version_at(as_of)
+            if version < record.forked_at:
+                raise HistoryUnavailableError(
+                    f"branch {record.name!r} did not exist at {as_of.isoformat()} "
+                    f"(it was forked at version {record.forked_at})",
+                    branch=record.name,
+                    as_of=as_of.isoformat(),
+                )
+            return version
+        if isinstance(as_of, bool) or not isinstance(as_of, int):
+            raise InvalidInputError(
+                f"as_of must be a version (int) or a datetime, not {type(as_of).__name__}",
+                code="invalid.as_of",
+            )
+        if as_of < 0 or as_of > max(now, record.forked_at):
+            raise InvalidInputError(
+                f"version {as_of} does not exist yet (the newest is {now})",
+                code="invalid.as_of",
+            )
+        if as_of < record.forked_at:
+            raise HistoryUnavailableError(
+                f"branch {record.name!r} was forked at version {record.forked_at}; "
+                f"version {as_of} is before it existed",
+                branch=record.name,
+                as_of=as_of,
+            )
+        return as_of
+
+    # -- writing -----------------------------------------------------------------
+
+    @contextmanager
+    def writing(
+        self, branch: str, trigger: str | None = None, message: str | None = None
+    ) -> Iterator[WriteContext]:
+        """One atomic write on ``branch``: its own commit, or part of the open group."""
+        trigger = check_text(trigger, "trigger")
+        message = check_text(message, "message")
+        with self.conn.write():
+            record = self.branch(branch)
+            group = self._group
+            if group is None:
+                yield WriteContext(self, record, trigger, message)
+                return
+            if group.branch.id != record.id:
+                raise RewindError(
+                    f"this transaction writes to branch {group.branch.name!r}; "
+                    f"write to {branch!r} outside it or open its own transaction",
+                    code="invalid.transaction",
+                )
+            if trigger is not None and group.trigger is None and group.version is None:
+                group.trigger = trigger
+            yield group
+
+    @contextmanager
+    def transaction(
+        self, branch: str, trigger: str | None = None, message: str | None = None
+    ) -> Iterator[WriteContext]:
+        """Group every write on ``branch`` inside the block into one version."""
+        with self.conn.lock:
+            if self._group is not None:
+                with self.writing(branch, trigger, message) as context:
+                    yield context
+                return
+            trigger = check_text(trigger, "trigger")
+            message = check_text(message, "message")
+            with self.conn.write():
+                self._group = WriteContext(self, self.branch(branch), trigger, message)
+                try:
+                    yield self._group
+                finally:
+                    self._group = None
+
+    # -- entries (kv values and JSON documents) ----------------------------------
+
+    _ENTRY_COLUMNS = "kind, body, refs, version, trigger"
+
+    def read_entry(
+        self, record: BranchRecord, version: int, space: str, key: str
+    ) -> tuple[Any, ...] | None:
+        """The newest entry of ``key`` visible at (record, version), or None."""
+        for branch_id, cap in self.lineage(record, version):
+            row = self.conn.fetchone(
+                f"SELECT {self._ENTRY_COLUMNS} FROM rewind_entries "
+                "WHERE branch_id = ? AND space = ? AND key = ? AND version <= ? "
+                "ORDER BY version DESC LIMIT 1",
+                (branch_id, space, key, cap),
+            )
+            if row is not None:
+                return (*row, branch_id)
+        return None
+
+    def decode(self, kind: int, body: bytes | None, refs: bytes | None) -> Any:
+        if kind == KIND_DELETED:
+            return MISSING
+        if kind == KIND_BYTES:
+            return bytes(body or b"")
+        return self.arrays.decode(bytes(body or b"null"), None if refs is None else bytes(refs))
+
+    def read_value(self, record: BranchRecord, version: int, space: str, key: str) -> Any:
+        """The value of ``key`` at (record, version), or ``MISSING``."""
+        row = self.read_entry(record, version, space, key)
+        if row is None:
+            return MISSING
+        return self.decode(row[0], row[1], row[2])
+
+    def write_value(
+        self, context: WriteContext, space: str, key: str, value: Any, *, validated: bool = False
+    ) -> int:
+        """Write ``value`` (or ``MISSING`` to delete) as ``key``'s entry in this commit."""
+        if value is MISSING:
+            kind, body, refs = KIND_DELETED, None, None
+        elif isinstance(value, (bytes, bytearray, memoryview)):
+            kind, body, refs = KIND_BYTES, bytes(value), None
+        else:
+            if not validated:
+                validate(value, allow_bytes=False)
+            kind, refs = KIND_JSON, None
+            body = dumps(value)
+            if len(body) >= MIN_SPLIT_BYTES:
+                previous = self.read_entry(context.branch, self.clock(), space, key)
+                previous_refs = None
+                if previous is not None and previous[2] is not None:
+                    previous_refs = self.arrays.refs_of(bytes(previous[2]))
+                body, refs = self.arrays.encode(value, body, previous_refs)
+        version = context.commit()
+        slot = (space, key)
+        if slot in context.written:
+            self.conn.execute(
+                "UPDATE rewind_entries SET kind = ?, body = ?, refs = ?, trigger = ? "
+                "WHERE branch_id = ? AND space = ? AND key = ? AND version = ?",
+                (kind, body, refs, context.trigger, context.branch.id, space, key, version),
+            )
+        else:
+            self.conn.execute(
+                "INSERT INTO rewind_entries (branch_id, space, key, version, kind, body, refs, "
+                "trigger) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (context.branch.id, space, key, version, kind, body, refs, context.trigger),
+            )
+            context.written.add(slot)
+        return version
+
+    def keys(self, record: BranchRecord, version: int, space: str) -> dict[str, tuple[int, int]]:
+        """Every key of ``space`` visible at (record, version): key -> (branch id, version)."""
+        newest: dict[str, tuple[int, int]] = {}
+        for branch_id, cap in self.lineage(record, version):
+            for key, found in self.conn.fetchall(
+                "SELECT key, max(version) FROM rewind_entries "
+                "WHERE branch_id = ? AND space = ? AND version <= ? GROUP BY key",
+                (branch_id, space, cap),
+            ):
+                if key not in newest:
+                    newest[key] = (branch_id, found)
+        return newest
+
+    def changed_keys(
+        self, ranges_a: dict[int, int], ranges_b: dict[int, int]
+    ) -> set[tuple[str, str]]:
+        """(space, key) pairs written in the part of history only one of two points sees.
+
+        A key written nowhere in that part has the same value at both points, so diffs
+        and merges only look at these.
+        """
+        changed: set[tuple[str, str]] = set()
+        for branch_id in ranges_a.keys() | ranges_b.keys():
+            lo, hi = sorted((ranges_a.get(branch_id, 0), ranges_b.get(branch_id, 0)))
+            if lo == hi:
+                continue
+            changed.update(
+                (space, key)
+                for space, key in self.conn.fetchall(
+                    "SELECT DISTINCT space, key FROM rewind_entries "
+                    "WHERE branch_id = ? AND version > ? AND version <= ?",
+                    (branch_id, lo, hi),
+                )
+            )
+        return changed

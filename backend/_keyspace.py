@@ -1,0 +1,91 @@
+"""What kv and json have in common: keyed values with a history on a branch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._engine import MISSING, AsOf, Engine, check_name, check_text
+from .models import HistoryEntry, from_micros
+
+
+class KeySpace:
+    """Keyed values of one kind (``space``) as seen from one branch."""
+
+    space = ""
+
+    def __init__(self, engine: Engine, branch: str) -> None:
+        self._engine = engine
+        self._branch = branch
+
+    def _read(self, key: str, as_of: AsOf) -> Any:
+        """The stored value of ``key`` at ``as_of``, or ``MISSING``."""
+        check_name(key, "key")
+        engine = self._engine
+        with engine.conn.lock:
+            record = engine.branch(self._branch)
+            version = engine.resolve_as_of(record, as_of)
+            return engine.read_value(record, version, self.space, key)
+
+    def keys(self, prefix: str | None = None, *, as_of: AsOf = None) -> list[str]:
+        """The keys that exist at ``as_of`` (default: now), sorted, optionally by prefix."""
+        if prefix is not None:
+            check_text(prefix, "prefix")
+        engine = self._engine
+        with engine.conn.lock:
+            record = engine.branch(self._branch)
+            version = engine.resolve_as_of(record, as_of)
+            found = engine.keys(record, version, self.space)
+            live = []
+            for key in sorted(found):
+                if prefix and not key.startswith(prefix):
+                    continue
+                row = engine.read_entry(record, version, self.space, key)
+                if row is not None and engine.decode(row[0], None, None) is not MISSING:
+                    live.append(key)
+            return live
+
+    def items(self, *, as_of: AsOf = None) -> dict[str, Any]:
+        """Every key and its value at ``as_of`` (default: now)."""
+        engine = self._engine
+        with engine.conn.lock:
+            record = engine.branch(self._branch)
+            version = engine.resolve_as_of(record, as_of)
+            result = {}
+            for key in sorted(engine.keys(record, version, self.space)):
+                value = engine.read_value(record, version, self.space, key)
+                if value is not MISSING:
+                    result[key] = value
+            return result
+
+    def history(self, key: str, *, as_of: AsOf = None) -> list[HistoryEntry]:
+        """Every version of ``key`` this branch sees, oldest first (deletions included)."""
+        check_name(key, "key")
+        engine = self._engine
+        with engine.conn.lock:
+            record = engine.branch(self._branch)
+            version = engine.resolve_as_of(record, as_of)
+            entries: list[HistoryEntry] = []
+            for branch_id, cap in reversed(engine.lineage(record, version)):
+                name = engine.branch_by_id(branch_id).name
+                for kind, body, refs, entry_version, trigger, ts in engine.conn.fetchall(
+                    "SELECT e.kind, e.body, e.refs, e.version, e.trigger, c.ts "
+                    "FROM rewind_entries e JOIN rewind_commits c ON c.version = e.version "
+                    "WHERE e.branch_id = ? AND e.space = ? AND e.key = ? AND e.version <= ? "
+                    "ORDER BY e.version",
+                    (branch_id, self.space, key, cap),
+                ):
+                    value = engine.decode(kind, body, refs)
+                    entries.append(
+                        HistoryEntry(
+                            version=entry_version,
+                            timestamp=from_micros(ts),
+                            value=None if value is MISSING else value,
+                            trigger=trigger,
+                            deleted=value is MISSING,
+                            branch=name,
+                        )
+                    )
+            return entries
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._read(key, None) is not MISSING

@@ -1,0 +1,121 @@
+"""The tables, defined once with SQLModel; the same schema serves SQLite and PostgreSQL.
+
+Nothing here is copied when a branch forks: a branch is one row, and every read resolves
+through the branch's lineage (its own rows, then its parent's up to the fork point, ...).
+
+- ``commits``: one row per version on the DB-wide clock. A merge commit names its second
+  parent in ``merge_branch_id``/``merge_version``.
+- ``entries``: one row per written value of a kv key or JSON document (a tombstone for a
+  deletion). Large JSON arrays are not stored inline: they live in ``seq_items`` and the
+  entry refers to (sequence, length), so a list that only grew costs only what was appended.
+- ``events``: the append-only logs, hash chained.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Column, Index, LargeBinary, text
+from sqlmodel import Field, SQLModel
+
+SCHEMA_VERSION = 1
+
+
+class Meta(SQLModel, table=True):
+    """Format marker and schema version of the database."""
+
+    __tablename__ = "rewind_meta"
+
+    key: str = Field(primary_key=True)
+    value: str
+
+
+class BranchRow(SQLModel, table=True):
+    """A branch: a name, its parent and the version it was forked at."""
+
+    __tablename__ = "rewind_branches"
+    __table_args__ = (
+        Index(
+            "ux_rewind_branches_live_name",
+            "name",
+            unique=True,
+            sqlite_where=text("deleted_at IS NULL"),
+            postgresql_where=text("deleted_at IS NULL"),
+        ),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(index=True)
+    parent_id: int | None = Field(default=None)
+    forked_at: int
+    created_at: int = Field(sa_column=Column(BigInteger, nullable=False))
+    deleted_at: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+
+
+class CommitRow(SQLModel, table=True):
+    """One version on the DB-wide clock: who wrote it, when and why."""
+
+    __tablename__ = "rewind_commits"
+    __table_args__ = (Index("ix_rewind_commits_branch", "branch_id", "version"),)
+
+    version: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    branch_id: int
+    ts: int = Field(sa_column=Column(BigInteger, nullable=False))
+    trigger: str | None = None
+    message: str | None = None
+    merge_branch_id: int | None = None
+    merge_version: int | None = None
+
+
+class EntryRow(SQLModel, table=True):
+    """A value of a key (kv) or a document (json) as written at one version."""
+
+    __tablename__ = "rewind_entries"
+    __table_args__ = (
+        Index("ux_rewind_entries_key", "branch_id", "space", "key", "version", unique=True),
+        Index("ix_rewind_entries_version", "branch_id", "version"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    branch_id: int
+    space: str
+    key: str
+    version: int
+    kind: int  # 0 JSON, 1 bytes, 2 deleted
+    body: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
+    refs: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
+    trigger: str | None = None
+
+
+class SeqRow(SQLModel, table=True):
+    """A shared array: items of ``base_id`` below ``base_len``, then its own items."""
+
+    __tablename__ = "rewind_seqs"
+
+    id: int | None = Field(default=None, primary_key=True)
+    base_id: int | None = None
+    base_len: int = 0
+
+
+class SeqItemRow(SQLModel, table=True):
+    """One array item, with the hash of the array's prefix up to and including it."""
+
+    __tablename__ = "rewind_seq_items"
+
+    seq_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    idx: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    item: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    prefix_hash: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+
+
+class EventRow(SQLModel, table=True):
+    """One event of a branch's log; ``hash`` chains it to the previous event."""
+
+    __tablename__ = "rewind_events"
+    __table_args__ = (Index("ix_rewind_events_version", "branch_id", "version"),)
+
+    branch_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    sequence: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    version: int
+    event_type: str = Field(index=False)
+    payload: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    ts: int = Field(sa_column=Column(BigInteger, nullable=False))
+    hash: str

@@ -1,0 +1,141 @@
+"""``db.branches``: fork (one row, nothing copied), list, get, delete, merge."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from ._engine import DEFAULT_BRANCH, AsOf, Engine, check_name, now_micros
+from .errors import BranchExistsError, InvalidInputError
+from .merge import MergeReceipt, merge_branches
+from .models import Branch, from_micros
+
+_BRANCH_QUERY = (
+    "SELECT b.name, p.name, b.forked_at, b.created_at, max(c.version), count(c.version), "
+    "max(c.ts) FROM rewind_branches b "
+    "LEFT JOIN rewind_branches p ON p.id = b.parent_id "
+    "LEFT JOIN rewind_commits c ON c.branch_id = b.id "
+    "WHERE b.deleted_at IS NULL {where} "
+    "GROUP BY b.id, b.name, p.name, b.forked_at, b.created_at ORDER BY b.id"
+)
+
+
+def _branch(row: tuple[Any, ...]) -> Branch:
+    name, parent, forked_at, created_at, head, commits, last_ts = row
+    return Branch(
+        name=name,
+        parent=parent,
+        forked_at=forked_at,
+        created_at=from_micros(created_at),
+        head=head if head is not None else forked_at,
+        commits=commits,
+        last_write=from_micros(last_ts) if last_ts is not None else None,
+    )
+
+
+class Branches:
+    """The branches of one database."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def fork(self, source: str, name: str, *, at: AsOf = None) -> Branch:
+        """Create branch ``name`` from ``source`` as of ``at`` (default: its head).
+
+        O(1): one row is inserted, whatever the size of the state.
+        """
+        check_name(name, "branch")
+        engine = self._engine
+        with engine.conn.write():
+            record = engine.branch(source)
+            version = engine.resolve_as_of(record, at)
+            if engine.conn.fetchone(
+                "SELECT 1 FROM rewind_branches WHERE name = ? AND deleted_at IS NULL", (name,)
+            ):
+                raise BranchExistsError(
+                    f"branch {name!r} already exists; pick another name or delete it first",
+                    branch=name,
+                )
+            engine.conn.execute(
+                "INSERT INTO rewind_branches (name, parent_id, forked_at, created_at) "
+                "VALUES (?, ?, ?, ?)",
+                (name, record.id, version, now_micros()),
+            )
+            return self.get(name)
+
+    def get(self, name: str) -> Branch:
+        """The branch called ``name``; ``BranchNotFound`` if it does not exist."""
+        engine = self._engine
+        with engine.conn.lock:
+            engine.branch(name)
+            row = engine.conn.fetchone(_BRANCH_QUERY.format(where="AND b.name = ?"), (name,))
+            return _branch(row)
+
+    def list(self) -> builtins.list[Branch]:
+        """Every live branch, in the order they were created (``default`` first)."""
+        engine = self._engine
+        with engine.conn.lock:
+            engine.conn.check_open()
+            return [_branch(row) for row in engine.conn.fetchall(_BRANCH_QUERY.format(where=""))]
+
+    def names(self) -> builtins.list[str]:
+        return [branch.name for branch in self.list()]
+
+    def exists(self, name: str) -> bool:
+        check_name(name, "branch")
+        with self._engine.conn.lock:
+            return (
+                self._engine.conn.fetchone(
+                    "SELECT 1 FROM rewind_branches WHERE name = ? AND deleted_at IS NULL", (name,)
+                )
+                is not None
+            )
+
+    def delete(self, name: str) -> None:
+        """Delete a branch: its reads then fail with ``not_found.engine.branch``.
+
+        Branches forked from it keep their whole history; ``default`` cannot be deleted.
+        """
+        if name == DEFAULT_BRANCH:
+            raise InvalidInputError(
+                "the default branch cannot be deleted", code="invalid.branch.default"
+            )
+        engine = self._engine
+        with engine.conn.write():
+            record = engine.branch(name)
+            engine.conn.execute(
+                "UPDATE rewind_branches SET deleted_at = ? WHERE id = ?",
+                (now_micros(), record.id),
+            )
+
+    def merge(
+        self,
+        source: str,
+        target: str,
+        *,
+        strategy: str = "fail",
+        events: str = "skip",
+        trigger: str | None = None,
+        message: str | None = None,
+    ) -> MergeReceipt:
+        """Three-way merge ``source`` into ``target`` (one commit with two parents).
+
+        ``strategy``: ``fail`` (raise ``MergeConflictError``, write nothing), ``source``
+        or ``target`` (whose value wins a conflict). ``events``: ``skip`` (the receipt
+        counts them as not carried) or ``append`` (copied onto the target's log).
+        """
+        return merge_branches(
+            self._engine,
+            source,
+            target,
+            strategy=strategy,
+            events=events,
+            trigger=trigger,
+            message=message,
+        )
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.list())
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and bool(name) and self.exists(name)

@@ -1,0 +1,239 @@
+"""``rewinddb.open()``, the ``Database`` and its branch views."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ._connection import DB_FILENAME, Connection
+from ._engine import DEFAULT_BRANCH, AsOf, Engine, now_micros
+from .branches import Branches
+from .diff import Diff, diff_points
+from .documents import Documents
+from .errors import NotADatabaseError, NotFoundError, RewindError
+from .events import Events
+from .kv import KV
+from .models import Branch, Commit, from_micros
+
+
+class _Primitives:
+    """The primitives of one branch: ``kv``, ``json`` and ``events``."""
+
+    def __init__(self, db: Database, branch: str) -> None:
+        self._db = db
+        self.branch = branch
+        self.kv = KV(db._engine, branch)
+        self.json = Documents(db._engine, branch)
+        self.events = Events(db._engine, branch)
+
+    @contextmanager
+    def transaction(
+        self, *, trigger: str | None = None, message: str | None = None
+    ) -> Iterator[None]:
+        """Group every write on this branch inside the block into one version, atomically."""
+        with self._db._engine.transaction(self.branch, trigger, message):
+            yield
+
+    def info(self) -> Branch:
+        """This branch's record (parent, fork point, head, ...)."""
+        return self._db.branches.get(self.branch)
+
+    def snapshot(self, *, as_of: AsOf = None) -> dict[str, Any]:
+        """All state of the branch at ``as_of``: ``{"kv": {...}, "json": {...}}``."""
+        engine = self._db._engine
+        with engine.conn.lock:
+            record = engine.branch(self.branch)
+            version = engine.resolve_as_of(record, as_of)
+            return {
+                "version": version,
+                "kv": self.kv.items(as_of=version),
+                "json": self.json.items(as_of=version),
+            }
+
+
+class BranchView(_Primitives):
+    """A branch of a database. It holds no state of its own: it is the database seen
+    from one branch, and every read and write goes to that branch."""
+
+    def diff(self, from_version: AsOf, to_version: AsOf = None) -> Diff:
+        """What changed on this branch between two versions (default: up to now)."""
+        return self._db.diff(self.branch, self.branch, as_of_a=from_version, as_of_b=to_version)
+
+    def __repr__(self) -> str:
+        return f"<BranchView {self.branch!r} of {self._db.path}>"
+
+
+class Database(_Primitives):
+    """An open rewinddb database; used directly, it is the ``default`` branch's view."""
+
+    def __init__(self, path: Path, connection: Connection) -> None:
+        self.path = path
+        self._engine = Engine(connection)
+        self.branches = Branches(self._engine)
+        super().__init__(self, DEFAULT_BRANCH)
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection; later calls raise ``DatabaseClosedError``."""
+        self._engine.conn.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._engine.conn.closed
+
+    @property
+    def readonly(self) -> bool:
+        return self._engine.conn.readonly
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<rewinddb.Database {str(self.path)!r} ({state})>"
+
+    # -- views and history -------------------------------------------------------
+
+    def at(self, branch: str) -> BranchView:
+        """A view of ``branch``: the same primitives, reading and writing that branch."""
+        self._engine.branch(branch)
+        return BranchView(self, branch)
+
+    def diff(self, a: str, b: str, *, as_of_a: AsOf = None, as_of_b: AsOf = None) -> Diff:
+        """The structured diff from branch ``a`` (at ``as_of_a``) to ``b`` (at ``as_of_b``)."""
+        engine = self._engine
+        with engine.conn.lock:
+            record_a, record_b = engine.branch(a), engine.branch(b)
+            version_a = engine.resolve_as_of(record_a, as_of_a)
+            version_b = engine.resolve_as_of(record_b, as_of_b)
+            return diff_points(engine, record_a, version_a, record_b, version_b)
+
+    @property
+    def version(self) -> int:
+        """The newest version on the DB-wide clock."""
+        with self._engine.conn.lock:
+            self._engine.conn.check_open()
+            return self._engine.clock()
+
+    def commits(self, branch: str | None = None, *, limit: int | None = None) -> list[Commit]:
+        """Commits newest first, of every branch or of ``branch`` alone."""
+        engine = self._engine
+        with engine.conn.lock:
+            engine.conn.check_open()
+            sql = (
+                "SELECT version, branch_id, ts, trigger, message, merge_branch_id, "
+                "merge_version FROM rewind_commits"
+            )
+            params: list[Any] = []
+            if branch is not None:
+                sql += " WHERE branch_id = ?"
+                params.append(engine.branch(branch).id)
+            sql += " ORDER BY version DESC"
+            if limit is not None:
+                sql += " LIMIT ?"
+                params.append(int(limit))
+            commits = []
+            for row in engine.conn.fetchall(sql, params):
+                version, branch_id, ts, trigger, message, merge_id, merge_version = row
+                commits.append(
+                    Commit(
+                        version=version,
+                        branch=engine.branch_by_id(branch_id).name,
+                        timestamp=from_micros(ts),
+                        trigger=trigger,
+                        message=message,
+                        merged_from=engine.branch_by_id(merge_id).name if merge_id else None,
+                        merged_version=merge_version,
+                    )
+                )
+            return commits
+
+
+def open(
+    path: str | os.PathLike[str],
+    *,
+    create: bool = True,
+    readonly: bool = False,
+    durability: str = "normal",
+    busy_timeout: float = 60.0,
+) -> Database:
+    """Open (or create) the database in directory ``path``.
+
+    ``durability="normal"`` (default) survives a crashed or killed process;
+    ``"full"`` also survives a power cut, at the cost of an fsync per commit.
+    ``readonly=True`` opens it so that no call can change it.
+    """
+    if isinstance(path, str) and "://" in path:
+        raise RewindError(
+            f"{path.split('://')[0]}:// databases are not supported yet; "
+            "open a directory for the embedded SQLite backend",
+            code="unsupported.backend",
+        )
+    if not isinstance(path, (str, os.PathLike)):
+        raise RewindError(
+            f"path must be a directory path, not {type(path).__name__}", code="invalid.path"
+        )
+    directory = Path(path)
+    if directory.exists() and not directory.is_dir():
+        raise NotADatabaseError(
+            f"{directory} is a file; a rewinddb database is a directory", path=str(directory)
+        )
+    db_file = directory / DB_FILENAME
+    if not db_file.exists():
+        if not create or readonly:
+            raise NotFoundError(f"no rewinddb database at {directory}", code="not_found.database")
+        if directory.exists() and any(directory.iterdir()):
+            raise NotADatabaseError(
+                f"{directory} is not a rewinddb database (no {DB_FILENAME} in it) and is "
+                "not empty; give a new or empty directory",
+                path=str(directory),
+            )
+        directory.mkdir(parents=True, exist_ok=True)
+    try:
+        connection = Connection(
+            directory, durability=durability, readonly=readonly, busy_timeout=busy_timeout
+        )
+    except sqlite3.Error as error:
+        raise NotADatabaseError(f"cannot open {db_file}: {error}") from error
+    try:
+        connection.ensure_schema()
+        _ensure_default_branch(connection)
+    except sqlite3.DatabaseError as error:
+        connection.close()
+        raise NotADatabaseError(f"{db_file} is not a rewinddb database: {error}") from error
+    except BaseException:
+        connection.close()
+        raise
+    return Database(directory, connection)
+
+
+def _ensure_default_branch(connection: Connection) -> None:
+    if connection.fetchone(
+        "SELECT 1 FROM rewind_branches WHERE name = ? AND deleted_at IS NULL", (DEFAULT_BRANCH,)
+    ):
+        return
+    if connection.readonly:
+        return
+    with connection.write():
+        if not connection.fetchone(
+            "SELECT 1 FROM rewind_branches WHERE name = ?", (DEFAULT_BRANCH,)
+        ):
+            connection.execute(
+                "INSERT INTO rewind_branches (name, parent_id, forked_at, created_at) "
+                "VALUES (?, NULL, 0, ?)",
+                (DEFAULT_BRANCH, now_micros()),
+            )

@@ -1,0 +1,212 @@
+"""The one diff engine: what changed between two points (branch, version) in history.
+
+Only keys written in the part of history that one point sees and the other does not are
+compared, so a diff costs what changed, not the size of the state. JSON values are
+compared structurally: objects member by member, arrays item by item, so a list that
+grew by one item is one ``added`` change at ``$[n]``, not a rewrite of the list.
+The web explorer, the notebook widget and the CLI render this; none diffs on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from . import jsonpath
+from ._engine import MISSING, BranchRecord, Engine
+from ._values import dumps
+from .events import events_between
+
+ChangeKind = Literal["added", "removed", "changed"]
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal as stored values (``1``, ``1.0`` and ``True`` are different JSON)."""
+    if a is MISSING or b is MISSING:
+        return a is b
+    if isinstance(a, bytes) or isinstance(b, bytes):
+        return isinstance(a, bytes) and isinstance(b, bytes) and a == b
+    return a is b or dumps(a) == dumps(b)
+
+
+@dataclass(frozen=True)
+class Point:
+    """A point in history: a branch at a version."""
+
+    branch: str
+    version: int
+
+    def __str__(self) -> str:
+        return f"{self.branch}@{self.version}"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One difference: ``old`` is None when added, ``new`` is None when removed."""
+
+    primitive: str
+    key: str
+    path: str
+    kind: ChangeKind
+    old: Any = None
+    new: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "primitive": self.primitive,
+            "key": self.key,
+            "path": self.path,
+            "kind": self.kind,
+            "old": _jsonable(self.old),
+            "new": _jsonable(self.new),
+        }
+
+
+@dataclass(frozen=True)
+class Diff:
+    """The changes that turn the state at ``a`` into the state at ``b``."""
+
+    a: Point
+    b: Point
+    changes: list[Change] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[Change]:
+        return iter(self.changes)
+
+    def __len__(self) -> int:
+        return len(self.changes)
+
+    def __bool__(self) -> bool:
+        return bool(self.changes)
+
+    def counts(self) -> dict[str, int]:
+        counts = {"added": 0, "removed": 0, "changed": 0}
+        for change in self.changes:
+            counts[change.kind] += 1
+        return counts
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "a": {"branch": self.a.branch, "version": self.a.version},
+            "b": {"branch": self.b.branch, "version": self.b.version},
+            "counts": self.counts(),
+            "changes": [change.to_dict() for change in self.changes],
+        }
+
+    def to_text(self) -> str:
+        """A plain-text rendering: one line per change, ``+`` added, ``-`` removed,
+        ``~`` changed."""
+        lines = [f"--- {self.a}", f"+++ {self.b}"]
+        for change in self.changes:
+            where = f"{change.primitive} {change.key!r} {change.path}"
+            if change.kind == "added":
+                lines.append(f"+ {where}: {_short(change.new)}")
+            elif change.kind == "removed":
+                lines.append(f"- {where}: {_short(change.old)}")
+            else:
+                lines.append(f"~ {where}: {_short(change.old)} -> {_short(change.new)}")
+        counts = self.counts()
+        if self.changes:
+            lines.append(
+                f"{len(self.changes)} changes: {counts['added']} added, "
+                f"{counts['removed']} removed, {counts['changed']} changed"
+            )
+        else:
+            lines.append("no changes")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return {"$bytes": value.hex()}
+    return value
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = f"bytes[{len(value)}]" if isinstance(value, bytes) else dumps(value).decode()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def diff_values(
+    primitive: str, key: str, old: Any, new: Any, tokens: tuple[jsonpath.Token, ...] = ()
+) -> list[Change]:
+    """Structural changes from ``old`` to ``new`` (either may be ``MISSING``)."""
+    if same(old, new):
+        return []
+    path = jsonpath.format_path(tokens)
+    if old is MISSING:
+        return [Change(primitive, key, path, "added", None, new)]
+    if new is MISSING:
+        return [Change(primitive, key, path, "removed", old, None)]
+    if isinstance(old, dict) and isinstance(new, dict):
+        changes: list[Change] = []
+        for member in sorted(old.keys() | new.keys()):
+            changes += diff_values(
+                primitive,
+                key,
+                old.get(member, MISSING),
+                new.get(member, MISSING),
+                (*tokens, member),
+            )
+        return changes
+    if isinstance(old, list) and isinstance(new, list):
+        changes = []
+        for index in range(max(len(old), len(new))):
+            changes += diff_values(
+                primitive,
+                key,
+                old[index] if index < len(old) else MISSING,
+                new[index] if index < len(new) else MISSING,
+                (*tokens, index),
+            )
+        return changes
+    return [Change(primitive, key, path, "changed", old, new)]
+
+
+def diff_points(
+    engine: Engine, a: BranchRecord, version_a: int, b: BranchRecord, version_b: int
+) -> Diff:
+    """The structured diff from (a, version_a) to (b, version_b); versions are resolved."""
+    ranges_a = engine.ranges(a, version_a)
+    ranges_b = engine.ranges(b, version_b)
+    changes: list[Change] = []
+    for space, key in sorted(engine.changed_keys(ranges_a, ranges_b)):
+        old = engine.read_value(a, version_a, space, key)
+        new = engine.read_value(b, version_b, space, key)
+        changes += diff_values(space, key, old, new)
+    changes += _event_changes(engine, ranges_a, ranges_b)
+    return Diff(Point(a.name, version_a), Point(b.name, version_b), changes)
+
+
+def _event_changes(
+    engine: Engine, ranges_a: dict[int, int], ranges_b: dict[int, int]
+) -> list[Change]:
+    """Events only one point's log holds: ``removed`` from a's, ``added`` in b's."""
+    changes: list[Change] = []
+    for branch_id in sorted(ranges_a.keys() | ranges_b.keys()):
+        high_a, high_b = ranges_a.get(branch_id, 0), ranges_b.get(branch_id, 0)
+        if high_a == high_b:
+            continue
+        kind: ChangeKind = "added" if high_b > high_a else "removed"
+        for event in events_between(engine, branch_id, min(high_a, high_b), max(high_a, high_b)):
+            body = {
+                "event_type": event.event_type,
+                "payload": event.payload,
+                "version": event.version,
+            }
+            changes.append(
+                Change(
+                    "events",
+                    str(event.sequence),
+                    "$",
+                    kind,
+                    body if kind == "removed" else None,
+                    body if kind == "added" else None,
+                )
+            )
+    changes.sort(key=lambda c: (c.kind != "removed", int(c.key)))
+    return changes

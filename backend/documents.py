@@ -1,0 +1,63 @@
+"""``view.json``: JSON documents read and written by JSONPath."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import jsonpath
+from ._engine import MISSING, AsOf, check_name
+from ._keyspace import KeySpace
+from ._values import validate
+
+
+class Documents(KeySpace):
+    """JSON documents on one branch; ``set`` at a path writes a new version of the whole."""
+
+    space = "json"
+
+    def set(
+        self,
+        key: str,
+        path: str,
+        value: Any,
+        *,
+        trigger: str | None = None,
+        message: str | None = None,
+    ) -> int:
+        """Set the value at ``path`` of document ``key`` (created if missing); new version."""
+        check_name(key, "key")
+        tokens = jsonpath.parse(path)
+        validate(value, allow_bytes=False)
+        engine = self._engine
+        with engine.writing(self._branch, trigger, message) as write:
+            if tokens:
+                current = engine.read_value(write.branch, engine.clock(), self.space, key)
+                document = jsonpath.set_value(current, tokens, value, path)
+            else:
+                document = value
+            return engine.write_value(write, self.space, key, document, validated=True)
+
+    def get(self, key: str, path: str = "$", *, as_of: AsOf = None, default: Any = None) -> Any:
+        """The value at ``path`` of document ``key`` at ``as_of``, or ``default``."""
+        tokens = jsonpath.parse(path)
+        value = jsonpath.get(self._read(key, as_of), tokens)
+        return default if value is MISSING else value
+
+    def delete(
+        self,
+        key: str,
+        path: str = "$",
+        *,
+        trigger: str | None = None,
+        message: str | None = None,
+    ) -> int | None:
+        """Delete the document (``$``) or the value at ``path``; None if nothing was there."""
+        check_name(key, "key")
+        tokens = jsonpath.parse(path)
+        engine = self._engine
+        with engine.writing(self._branch, trigger, message) as write:
+            current = engine.read_value(write.branch, engine.clock(), self.space, key)
+            document, removed = jsonpath.delete_value(current, tokens)
+            if not removed:
+                return None
+            return engine.write_value(write, self.space, key, document, validated=True)

@@ -1,0 +1,228 @@
+"""``view.events``: a branch's append-only event log, hash chained.
+
+Sequences are dense per branch and continue the parent's log: a branch forked when
+its parent had 5 events appends sequence 5 next. Each event carries the version it was
+appended at, so ``as_of=item.version`` reads the state the agent saw at that moment.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+from typing import Any
+
+from ._engine import AsOf, BranchRecord, Engine, check_name
+from ._values import dumps, loads, validate
+from .errors import AppendConflictError, EventNotFound, InvalidInputError
+from .models import Event, EventItem, from_micros
+
+_EVENT_COLUMNS = "branch_id, sequence, event_type, payload, version, ts, hash"
+
+
+def event_hash(previous: str, sequence: int, event_type: str, version: int, payload: bytes) -> str:
+    """sha256 over the previous hash and a canonical encoding of this event."""
+    digest = hashlib.sha256(previous.encode())
+    digest.update(b"\x1e")
+    digest.update(dumps([sequence, event_type, version]))
+    digest.update(b"\x1e")
+    digest.update(payload)
+    return digest.hexdigest()
+
+
+def event_from_row(engine: Engine, row: tuple[Any, ...]) -> Event:
+    branch_id, sequence, event_type, payload, version, ts, digest = row
+    return Event(
+        sequence=sequence,
+        event_type=event_type,
+        payload=loads(bytes(payload)),
+        version=version,
+        timestamp=from_micros(ts),
+        hash=digest,
+        branch=engine.branch_by_id(branch_id).name,
+    )
+
+
+def events_between(engine: Engine, branch_id: int, low: int, high: int) -> list[Event]:
+    """Events appended on ``branch_id`` at versions in (low, high], in order."""
+    rows = engine.conn.fetchall(
+        f"SELECT {_EVENT_COLUMNS} FROM rewind_events "
+        "WHERE branch_id = ? AND version > ? AND version <= ? ORDER BY sequence",
+        (branch_id, low, high),
+    )
+    return [event_from_row(engine, row) for row in rows]
+
+
+def last_event(engine: Engine, record: BranchRecord, version: int) -> tuple[int, str] | None:
+    """(sequence, hash) of the newest event visible at (record, version)."""
+    for branch_id, cap in engine.lineage(record, version):
+        row = engine.conn.fetchone(
+            "SELECT sequence, hash FROM rewind_events WHERE branch_id = ? AND version <= ? "
+            "ORDER BY sequence DESC LIMIT 1",
+            (branch_id, cap),
+        )
+        if row is not None:
+            return int(row[0]), str(row[1])
+    return None
+
+
+def append_event(
+    engine: Engine,
+    record: BranchRecord,
+    commit_version: int,
+    ts: int,
+    event_type: str,
+    payload_bytes: bytes,
+) -> tuple[int, str]:
+    """Insert one event at the end of ``record``'s log; returns (sequence, hash)."""
+    last = last_event(engine, record, commit_version)
+    sequence = last[0] + 1 if last else 0
+    digest = event_hash(
+        last[1] if last else "", sequence, event_type, commit_version, payload_bytes
+    )
+    engine.conn.execute(
+        f"INSERT INTO rewind_events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (record.id, sequence, event_type, payload_bytes, commit_version, ts, digest),
+    )
+    return sequence, digest
+
+
+class Events:
+    """The event log of one branch (including its ancestors' events up to the fork)."""
+
+    def __init__(self, engine: Engine, branch: str) -> None:
+        self._engine = engine
+        self._branch = branch
+
+    def append(
+        self,
+        event_type: str,
+        payload: Any = None,
+        *,
+        expected_index: int | None = None,
+        trigger: str | None = None,
+        message: str | None = None,
+    ) -> Event:
+        """Append an event (one version). With ``expected_index=n`` the log must have
+        exactly n events, else ``AppendConflictError`` and nothing is written."""
+        check_name(event_type, "event_type")
+        validate(payload, allow_bytes=False)
+        if expected_index is not None and (
+            isinstance(expected_index, bool)
+            or not isinstance(expected_index, int)
+            or expected_index < 0
+        ):
+            raise InvalidInputError(
+                "expected_index must be a non-negative int", code="invalid.expected_index"
+            )
+        payload_bytes = dumps(payload)
+        engine = self._engine
+        with engine.writing(self._branch, trigger, message) as write:
+            if expected_index is not None:
+                last = last_event(engine, write.branch, engine.clock())
+                length = last[0] + 1 if last else 0
+                if length != expected_index:
+                    raise AppendConflictError(
+                        f"expected the log of {self._branch!r} to have {expected_index} "
+                        f"events, it has {length}; read it again and retry",
+                        expected=expected_index,
+                        actual=length,
+                    )
+            version = write.commit()
+            sequence, digest = append_event(
+                engine, write.branch, version, write.ts, event_type, payload_bytes
+            )
+        return Event(
+            sequence=sequence,
+            event_type=event_type,
+            payload=loads(payload_bytes),
+            version=version,
+            timestamp=from_micros(write.ts),
+            hash=digest,
+            branch=write.branch.name,
+        )
+
+    def list(
+        self,
+        *,
+        as_of: AsOf = None,
+        event_type: str | None = None,
+        after: int | None = None,
+        limit: int | None = None,
+    ) -> builtins.list[EventItem]:
+        """Events in sequence order, as the log was at ``as_of`` (default: now).
+
+        ``after`` skips sequences up to and including it; ``event_type`` filters.
+        """
+        if event_type is not None:
+            check_name(event_type, "event_type")
+        for name, number in (("after", after), ("limit", limit)):
+            if number is not None and (
+                isinstance(number, bool) or not isinstance(number, int) or number < 0
+            ):
+                raise InvalidInputError(
+                    f"{name} must be a non-negative int", code=f"invalid.{name}"
+                )
+        engine = self._engine
+        with engine.conn.lock:
+            record = engine.branch(self._branch)
+            version = engine.resolve_as_of(record, as_of)
+            items: builtins.list[EventItem] = []
+            for branch_id, cap in reversed(engine.lineage(record, version)):
+                if limit is not None and len(items) >= limit:
+                    break
+                sql = (
+                    f"SELECT {_EVENT_COLUMNS} FROM rewind_events WHERE branch_id = ? "
+                    "AND version <= ?"
+                )
+                params: builtins.list[Any] = [branch_id, cap]
+                if after is not None:
+                    sql += " AND sequence > ?"
+                    params.append(after)
+                if event_type is not None:
+                    sql += " AND event_type = ?"
+                    params.append(event_type)
+                sql += " ORDER BY sequence"
+                if limit is not None:
+                    sql += " LIMIT ?"
+                    params.append(limit - len(items))
+                items.extend(
+                    EventItem(event_from_row(engine, row))
+                    for row in engine.conn.fetchall(sql, params)
+                )
+            return items
+
+    def get(self, sequence: int, *, as_of: AsOf = None) -> Event:
+        """The event with this sequence number; ``EventNotFound`` if there is none."""
+        if isinstance(sequence, bool) or not isinstance(sequence, int):
+            raise InvalidInputError("sequence must be an int", code="invalid.sequence")
+        engine = self._engine
+        with engine.conn.lock:
+            record = engine.branch(self._branch)
+            version = engine.resolve_as_of(record, as_of)
+            for branch_id, cap in engine.lineage(record, version):
+                row = engine.conn.fetchone(
+                    f"SELECT {_EVENT_COLUMNS} FROM rewind_events "
+                    "WHERE branch_id = ? AND sequence = ? AND version <= ?",
+                    (branch_id, sequence, cap),
+                )
+                if row is not None:
+                    return event_from_row(engine, row)
+        raise EventNotFound(
+            f"branch {self._branch!r} has no event {sequence} (at version {version})",
+            branch=self._branch,
+            sequence=sequence,
+        )
+
+    def length(self, *, as_of: AsOf = None) -> int:
+        """How many events the log has at ``as_of`` (default: now)."""
+        engine = self._engine
+        with engine.conn.lock:
+            record = engine.branch(self._branch)
+            last = last_event(engine, record, engine.resolve_as_of(record, as_of))
+            return last[0] + 1 if last else 0
+
+    def __len__(self) -> int:
+        return self.length()
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.list())

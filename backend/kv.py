@@ -1,0 +1,38 @@
+"""``view.kv``: a key -> value map (JSON or bytes) with a version per write."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._engine import MISSING, AsOf, check_name
+from ._keyspace import KeySpace
+
+
+class KV(KeySpace):
+    """Key-value pairs on one branch. Every ``put``/``delete`` is a version."""
+
+    space = "kv"
+
+    def put(
+        self, key: str, value: Any, *, trigger: str | None = None, message: str | None = None
+    ) -> int:
+        """Store ``value`` (JSON or bytes) under ``key``; returns the new version."""
+        check_name(key, "key")
+        with self._engine.writing(self._branch, trigger, message) as write:
+            return self._engine.write_value(write, self.space, key, value)
+
+    def get(self, key: str, default: Any = None, *, as_of: AsOf = None) -> Any:
+        """The value of ``key`` at ``as_of`` (default: now), or ``default``."""
+        value = self._read(key, as_of)
+        return default if value is MISSING else value
+
+    def delete(
+        self, key: str, *, trigger: str | None = None, message: str | None = None
+    ) -> int | None:
+        """Delete ``key``; returns the new version, or None if there was nothing to delete."""
+        check_name(key, "key")
+        engine = self._engine
+        with engine.writing(self._branch, trigger, message) as write:
+            if engine.read_value(write.branch, engine.clock(), self.space, key) is MISSING:
+                return None
+            return engine.write_value(write, self.space, key, MISSING)

@@ -1,0 +1,325 @@
+"""Three-way merge of one branch into another, with a receipt that tells the truth.
+
+The merge base is the newest point both branches share: the fork point of their common
+ancestor, or the source as of its last merge into the target (or the target as of its
+last merge into the source), whichever is newest. Keys (kv) merge whole; JSON documents
+merge member by member, so two branches that changed different members of one document
+both win. A conflict (both sides changed the same thing differently) fails the merge with
+every conflict listed and nothing written, unless a strategy resolves it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from . import jsonpath
+from ._engine import MISSING, BranchRecord, Engine
+from ._values import dumps
+from .diff import same
+from .errors import InvalidInputError, MergeConflictError
+from .events import append_event, events_between
+
+Strategy = Literal["fail", "source", "target"]
+EventMode = Literal["skip", "append"]
+
+
+@dataclass(frozen=True)
+class MergeChange:
+    """A change the merge applied to the target."""
+
+    primitive: str
+    key: str
+    path: str
+    old: Any
+    new: Any
+
+
+@dataclass(frozen=True)
+class MergeConflict:
+    """Both sides changed ``path`` differently; ``resolution`` says whose value won."""
+
+    primitive: str
+    key: str
+    path: str
+    base: Any
+    source: Any
+    target: Any
+    resolution: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.primitive} {self.key!r} {self.path}"
+
+
+@dataclass(frozen=True)
+class MergeReceipt:
+    """Exactly what a merge moved, what it kept, and what it did not carry."""
+
+    source: str
+    target: str
+    version: int | None
+    """The merge commit's version; None when the target was already up to date."""
+    base: tuple[str, int]
+    strategy: str
+    applied: list[MergeChange] = field(default_factory=list)
+    conflicts: list[MergeConflict] = field(default_factory=list)
+    events_carried: int = 0
+    events_not_carried: int = 0
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.version is None
+
+    @property
+    def complete(self) -> bool:
+        """True only if everything the source did reached the target: no events left
+        behind and no conflict resolved in the target's favour."""
+        return self.events_not_carried == 0 and not any(
+            c.resolution == "target" for c in self.conflicts
+        )
+
+    @property
+    def keys_applied(self) -> list[str]:
+        return sorted({change.key for change in self.applied})
+
+    def summary(self) -> str:
+        if self.version is None:
+            return f"{self.source} -> {self.target}: already up to date"
+        parts = [
+            f"{self.source} -> {self.target} at version {self.version}:",
+            f"{len(self.applied)} changes applied to {len(self.keys_applied)} keys,",
+            f"{len(self.conflicts)} conflicts",
+        ]
+        kept = sum(1 for c in self.conflicts if c.resolution == "target")
+        if self.conflicts:
+            parts.append(f"({len(self.conflicts) - kept} took the source, {kept} kept the target),")
+        else:
+            parts[-1] += ","
+        parts.append(f"{self.events_carried} events carried")
+        if self.events_not_carried:
+            parts.append(f"and {self.events_not_carried} events NOT carried (events='skip')")
+        return " ".join(parts)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "target": self.target,
+            "version": self.version,
+            "base": {"branch": self.base[0], "version": self.base[1]},
+            "strategy": self.strategy,
+            "complete": self.complete,
+            "applied": [vars(change) for change in self.applied],
+            "conflicts": [vars(conflict) for conflict in self.conflicts],
+            "events_carried": self.events_carried,
+            "events_not_carried": self.events_not_carried,
+        }
+
+
+def merge_base(
+    engine: Engine, source: BranchRecord, target: BranchRecord, now: int
+) -> tuple[BranchRecord, int]:
+    """The newest point in history that both ``source`` and ``target`` contain."""
+    source_lineage = engine.lineage(source, now)
+    target_ranges = engine.ranges(target, now)
+    candidates: list[tuple[int, int]] = []
+    for branch_id, cap in source_lineage:
+        if branch_id in target_ranges:
+            candidates.append((min(cap, target_ranges[branch_id]), branch_id))
+            break
+    for into, other in ((target, source), (source, target)):
+        for branch_id, cap in engine.lineage(into, now):
+            row = engine.conn.fetchone(
+                "SELECT max(merge_version) FROM rewind_commits "
+                "WHERE branch_id = ? AND version <= ? AND merge_branch_id = ?",
+                (branch_id, cap, other.id),
+            )
+            if row and row[0] is not None:
+                candidates.append((int(row[0]), other.id))
+    version, branch_id = max(candidates)
+    return engine.branch_by_id(branch_id), version
+
+
+def _three_way(
+    base: Any,
+    source: Any,
+    target: Any,
+    tokens: tuple[jsonpath.Token, ...],
+    by_path: bool,
+    applied: list[tuple[tuple[jsonpath.Token, ...], Any, Any]],
+    conflicts: list[tuple[tuple[jsonpath.Token, ...], Any, Any, Any]],
+) -> Any:
+    """The merged value; records what came from the source and what conflicted."""
+    if same(source, target) or same(source, base):
+        return target
+    if same(target, base):
+        applied.append((tokens, target, source))
+        return source
+    if (
+        by_path
+        and isinstance(source, dict)
+        and isinstance(target, dict)
+        and (base is MISSING or isinstance(base, dict))
+    ):
+        base_dict = {} if base is MISSING else base
+        merged = {}
+        for member in sorted(base_dict.keys() | source.keys() | target.keys()):
+            value = _three_way(
+                base_dict.get(member, MISSING),
+                source.get(member, MISSING),
+                target.get(member, MISSING),
+                (*tokens, member),
+                by_path,
+                applied,
+                conflicts,
+            )
+            if value is not MISSING:
+                merged[member] = value
+        return merged
+    conflicts.append((tokens, base, source, target))
+    return target
+
+
+def merge_branches(
+    engine: Engine,
+    source: str,
+    target: str,
+    *,
+    strategy: str = "fail",
+    events: str = "skip",
+    trigger: str | None = None,
+    message: str | None = None,
+) -> MergeReceipt:
+    """Merge ``source`` into ``target`` as one commit with two parents."""
+    if strategy not in ("fail", "source", "target"):
+        raise InvalidInputError(
+            f"strategy must be 'fail', 'source' or 'target', not {strategy!r}",
+            code="invalid.strategy",
+        )
+    if events not in ("skip", "append"):
+        raise InvalidInputError(
+            f"events must be 'skip' or 'append', not {events!r}", code="invalid.events"
+        )
+    with engine.writing(target, trigger, message) as write:
+        target_record = write.branch
+        source_record = engine.branch(source)
+        if source_record.id == target_record.id:
+            raise InvalidInputError(
+                f"cannot merge branch {source!r} into itself", code="invalid.merge"
+            )
+        now = engine.clock()
+        base_record, base_version = merge_base(engine, source_record, target_record, now)
+        base_ranges = engine.ranges(base_record, base_version)
+        source_ranges = engine.ranges(source_record, now)
+
+        writes: list[tuple[str, str, Any]] = []
+        applied: list[MergeChange] = []
+        conflicts: list[MergeConflict] = []
+        for space, key in sorted(engine.changed_keys(base_ranges, source_ranges)):
+            base_value = engine.read_value(base_record, base_version, space, key)
+            source_value = engine.read_value(source_record, now, space, key)
+            if same(base_value, source_value):
+                continue
+            target_value = engine.read_value(target_record, now, space, key)
+            key_applied: list[tuple[tuple[jsonpath.Token, ...], Any, Any]] = []
+            key_conflicts: list[tuple[tuple[jsonpath.Token, ...], Any, Any, Any]] = []
+            merged = _three_way(
+                base_value,
+                source_value,
+                target_value,
+                (),
+                space == "json",
+                key_applied,
+                key_conflicts,
+            )
+            for tokens, conflict_base, conflict_source, conflict_target in key_conflicts:
+                resolution = None if strategy == "fail" else strategy
+                conflicts.append(
+                    MergeConflict(
+                        space,
+                        key,
+                        jsonpath.format_path(tokens),
+                        _shown(conflict_base),
+                        _shown(conflict_source),
+                        _shown(conflict_target),
+                        resolution,
+                    )
+                )
+                if strategy == "source":
+                    merged = _put(merged, tokens, conflict_source)
+                    key_applied.append((tokens, conflict_target, conflict_source))
+            applied += [
+                MergeChange(space, key, jsonpath.format_path(tokens), _shown(old), _shown(new))
+                for tokens, old, new in key_applied
+            ]
+            if not same(merged, target_value):
+                writes.append((space, key, merged))
+
+        if conflicts and strategy == "fail":
+            raise MergeConflictError(
+                f"merging {source!r} into {target!r} found {len(conflicts)} conflicts: "
+                + ", ".join(str(c) for c in conflicts)
+                + "; nothing was written. Pass strategy='source' or 'target' to resolve them",
+                conflicts,
+            )
+
+        source_events = _events_since(engine, base_ranges, source_ranges, target_record.id)
+        base_point = (base_record.name, base_version)
+        if not (source_events or writes or applied or conflicts):
+            return MergeReceipt(source, target, None, base_point, strategy)
+
+        write.merge_from = (source_record.id, now)
+        version = write.commit()
+        for space, key, value in writes:
+            engine.write_value(write, space, key, value, validated=True)
+        carried = 0
+        if events == "append":
+            for event in source_events:
+                append_event(
+                    engine, target_record, version, write.ts, event.event_type, dumps(event.payload)
+                )
+                carried += 1
+        return MergeReceipt(
+            source,
+            target,
+            version,
+            base_point,
+            strategy,
+            applied,
+            conflicts,
+            events_carried=carried,
+            events_not_carried=len(source_events) - carried,
+        )
+
+
+def _events_since(
+    engine: Engine, base_ranges: dict[int, int], source_ranges: dict[int, int], target_id: int
+) -> list[Any]:
+    """Events the source appended after the merge base (not copies of target events)."""
+    found = []
+    for branch_id, high in source_ranges.items():
+        low = base_ranges.get(branch_id, 0)
+        if high > low:
+            found += events_between(engine, branch_id, low, high)
+    carried_back = {
+        row[0]
+        for row in engine.conn.fetchall(
+            "SELECT version FROM rewind_commits WHERE merge_branch_id = ?", (target_id,)
+        )
+    }
+    found = [event for event in found if event.version not in carried_back]
+    found.sort(key=lambda event: event.sequence)
+    return found
+
+
+def _put(document: Any, tokens: tuple[jsonpath.Token, ...], value: Any) -> Any:
+    """``document`` with ``value`` at ``tokens`` (``MISSING`` removes it)."""
+    if value is MISSING:
+        return jsonpath.delete_value(document, tokens)[0]
+    return jsonpath.set_value(document, tokens, value, jsonpath.format_path(tokens))
+
+
+def _shown(value: Any) -> Any:
+    return None if value is MISSING else value

@@ -1,0 +1,102 @@
+"""The plain records the public API returns (immutable dataclasses)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+
+def from_micros(us: int) -> datetime:
+    """A UTC datetime from microseconds since the epoch (how timestamps are stored)."""
+    return datetime.fromtimestamp(us / 1_000_000, tz=timezone.utc)
+
+
+def to_micros(when: datetime) -> int:
+    return round(when.timestamp() * 1_000_000)
+
+
+@dataclass(frozen=True)
+class Branch:
+    """A branch: where it came from and how far it has got."""
+
+    name: str
+    parent: str | None
+    forked_at: int
+    created_at: datetime
+    head: int
+    """The version of the branch's last commit (``forked_at`` if it has none)."""
+    commits: int
+    last_write: datetime | None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["created_at"] = self.created_at.isoformat()
+        data["last_write"] = self.last_write.isoformat() if self.last_write else None
+        return data
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One version on the DB-wide clock."""
+
+    version: int
+    branch: str
+    timestamp: datetime
+    trigger: str | None = None
+    message: str | None = None
+    merged_from: str | None = None
+    merged_version: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["timestamp"] = self.timestamp.isoformat()
+        return data
+
+
+@dataclass(frozen=True)
+class Event:
+    """An entry of a branch's append-only log."""
+
+    sequence: int
+    event_type: str
+    payload: Any
+    version: int
+    timestamp: datetime
+    hash: str
+    branch: str
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["timestamp"] = self.timestamp.isoformat()
+        return data
+
+
+@dataclass(frozen=True)
+class EventItem:
+    """An event together with the version it was appended at: read state ``as_of`` it."""
+
+    event: Event
+
+    @property
+    def version(self) -> int:
+        return self.event.version
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One written version of a key or document (``deleted`` for a deletion)."""
+
+    version: int
+    timestamp: datetime
+    value: Any
+    trigger: str | None
+    deleted: bool
+    branch: str
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["timestamp"] = self.timestamp.isoformat()
+        if isinstance(self.value, bytes):
+            data["value"] = {"$bytes": self.value.hex()}
+        return data

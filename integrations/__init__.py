@@ -1,0 +1,1 @@
+"""Framework plugins for rewinddb (LangGraph first). Not built yet: see the issues."""

@@ -1,0 +1,1 @@
+"""rewinddb's Jupyter widget (ipywidgets + Plotly). Not built yet: see the issues."""
