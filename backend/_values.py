@@ -70,3 +70,10 @@ def loads(data: bytes | str) -> Any:
 def canonical(value: Any) -> Any:
     """The value as it reads back after storage: tuples become lists, keys sorted."""
     return orjson.loads(dumps(value))
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` for JSON output: bytes become ``{"$bytes": "<hex>"}``."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"$bytes": bytes(value).hex()}
+    return value

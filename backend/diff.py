@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from . import jsonpath
 from ._engine import MISSING, BranchRecord, Engine
-from ._values import dumps
+from ._values import dumps, jsonable
 from .events import events_between
 
 ChangeKind = Literal["added", "removed", "changed"]
@@ -58,8 +58,8 @@ class Change:
             "key": self.key,
             "path": self.path,
             "kind": self.kind,
-            "old": _jsonable(self.old),
-            "new": _jsonable(self.new),
+            "old": jsonable(self.old),
+            "new": jsonable(self.new),
         }
 
 
@@ -99,7 +99,10 @@ class Diff:
         ``~`` changed."""
         lines = [f"--- {self.a}", f"+++ {self.b}"]
         for change in self.changes:
-            where = f"{change.primitive} {change.key!r} {change.path}"
+            if change.primitive == "events":
+                where = f"events #{change.key}"
+            else:
+                where = f"{change.primitive} {change.key!r} {change.path}"
             if change.kind == "added":
                 lines.append(f"+ {where}: {_short(change.new)}")
             elif change.kind == "removed":
@@ -118,12 +121,6 @@ class Diff:
 
     def __str__(self) -> str:
         return self.to_text()
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return {"$bytes": value.hex()}
-    return value
 
 
 def _short(value: Any, limit: int = 120) -> str:

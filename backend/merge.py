@@ -83,22 +83,21 @@ class MergeReceipt:
         return sorted({change.key for change in self.applied})
 
     def summary(self) -> str:
+        """One honest line: what was applied, what conflicted, what was left behind."""
         if self.version is None:
             return f"{self.source} -> {self.target}: already up to date"
-        parts = [
-            f"{self.source} -> {self.target} at version {self.version}:",
-            f"{len(self.applied)} changes applied to {len(self.keys_applied)} keys,",
-            f"{len(self.conflicts)} conflicts",
-        ]
         kept = sum(1 for c in self.conflicts if c.resolution == "target")
+        conflicts = f"{len(self.conflicts)} conflicts"
         if self.conflicts:
-            parts.append(f"({len(self.conflicts) - kept} took the source, {kept} kept the target),")
-        else:
-            parts[-1] += ","
-        parts.append(f"{self.events_carried} events carried")
+            conflicts += f" ({len(self.conflicts) - kept} took the source, {kept} kept the target)"
+        events = f"{self.events_carried} events carried"
         if self.events_not_carried:
-            parts.append(f"and {self.events_not_carried} events NOT carried (events='skip')")
-        return " ".join(parts)
+            events += f", {self.events_not_carried} NOT carried (events='skip')"
+        return (
+            f"{self.source} -> {self.target} at version {self.version}: "
+            f"{len(self.applied)} changes applied to {len(self.keys_applied)} keys; "
+            f"{conflicts}; {events}"
+        )
 
     def __str__(self) -> str:
         return self.summary()
@@ -154,9 +153,6 @@ def _three_way(
     """The merged value; records what came from the source and what conflicted."""
     if same(source, target) or same(source, base):
         return target
-    if same(target, base):
-        applied.append((tokens, target, source))
-        return source
     if (
         by_path
         and isinstance(source, dict)
@@ -178,6 +174,9 @@ def _three_way(
             if value is not MISSING:
                 merged[member] = value
         return merged
+    if same(target, base):
+        applied.append((tokens, target, source))
+        return source
     conflicts.append((tokens, base, source, target))
     return target
 

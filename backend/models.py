@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from ._values import jsonable
+
 
 def from_micros(us: int) -> datetime:
     """A UTC datetime from microseconds since the epoch (how timestamps are stored)."""
@@ -97,6 +99,5 @@ class HistoryEntry:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["timestamp"] = self.timestamp.isoformat()
-        if isinstance(self.value, bytes):
-            data["value"] = {"$bytes": self.value.hex()}
+        data["value"] = jsonable(self.value)
         return data

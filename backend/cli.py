@@ -1,0 +1,155 @@
+"""The ``rewinddb`` command: look at a database's branches, logs, state and diffs.
+
+Every command opens the database read-only and takes ``--json`` for machine output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from ._values import jsonable
+from .database import open as open_database
+from .errors import RewindError
+
+
+def _as_of(text: str | None) -> int | datetime | None:
+    """``--as-of``: a version number or an ISO 8601 datetime with a timezone."""
+    if text is None:
+        return None
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is neither a version number nor an ISO datetime"
+        ) from None
+
+
+def _dump(data: Any) -> None:
+    def default(value: Any) -> Any:
+        if isinstance(value, bytes):
+            return jsonable(value)
+        raise TypeError
+
+    sys.stdout.write(
+        orjson.dumps(
+            data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS, default=default
+        ).decode()
+    )
+    sys.stdout.write("\n")
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def cmd_branches(args: argparse.Namespace) -> None:
+    with open_database(args.path, readonly=True) as db:
+        branches = db.branches.list()
+        if args.json:
+            _dump([branch.to_dict() for branch in branches])
+            return
+        print(f"{'branch':20} {'parent':12} {'forked at':>9} {'head':>6} {'commits':>7}  created")
+        for b in branches:
+            print(
+                f"{b.name:20} {b.parent or '-':12} {b.forked_at:>9} {b.head:>6} {b.commits:>7}"
+                f"  {b.created_at.isoformat(timespec='seconds')}"
+            )
+
+
+def cmd_log(args: argparse.Namespace) -> None:
+    with open_database(args.path, readonly=True) as db:
+        items = db.at(args.branch).events.list(
+            as_of=args.as_of, event_type=args.type, limit=args.limit
+        )
+        if args.json:
+            _dump([item.event.to_dict() for item in items])
+            return
+        for item in items:
+            event = item.event
+            print(
+                f"seq {event.sequence:<5} v{event.version:<6} {event.event_type:16} "
+                f"{_text(event.payload)}"
+            )
+
+
+def cmd_show(args: argparse.Namespace) -> None:
+    with open_database(args.path, readonly=True) as db:
+        view = db.at(args.branch)
+        snapshot = view.snapshot(as_of=args.as_of)
+        snapshot["branch"] = args.branch
+        snapshot["events"] = view.events.length(as_of=snapshot["version"])
+        if args.json:
+            _dump(snapshot)
+            return
+        print(f"branch {args.branch} at version {snapshot['version']}")
+        for space in ("kv", "json"):
+            print(f"[{space}]")
+            for key, value in snapshot[space].items():
+                print(f"  {key} = {_text(value)}")
+        print(f"[events] {snapshot['events']}")
+
+
+def cmd_diff(args: argparse.Namespace) -> None:
+    with open_database(args.path, readonly=True) as db:
+        diff = db.diff(args.a, args.b, as_of_a=args.as_of_a, as_of_b=args.as_of_b)
+        if args.json:
+            _dump(diff.to_dict())
+        else:
+            print(diff.to_text())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rewinddb", description="Inspect a rewinddb database (read-only)."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def command(name: str, help_text: str, handler: Any) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub.add_argument("path", help="the database directory")
+        sub.add_argument("--json", action="store_true", help="print JSON")
+        sub.set_defaults(handler=handler)
+        return sub
+
+    command("branches", "List the branches.", cmd_branches)
+
+    log = command("log", "List a branch's events with their versions.", cmd_log)
+    log.add_argument("--branch", default="default")
+    log.add_argument("--as-of", type=_as_of, help="a version or an ISO datetime")
+    log.add_argument("--type", help="only events of this type")
+    log.add_argument("--limit", type=int)
+
+    show = command("show", "Show all state of a branch (as of a version).", cmd_show)
+    show.add_argument("--branch", default="default")
+    show.add_argument("--as-of", type=_as_of, help="a version or an ISO datetime")
+
+    diff = command("diff", "Diff two branches (or two versions of one).", cmd_diff)
+    diff.add_argument("a", help="the branch to diff from")
+    diff.add_argument("b", help="the branch to diff to")
+    diff.add_argument("--as-of-a", type=_as_of, help="version (or datetime) of A")
+    diff.add_argument("--as-of-b", type=_as_of, help="version (or datetime) of B")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.handler(args)
+    except RewindError as error:
+        print(f"rewinddb: error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

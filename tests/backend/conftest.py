@@ -1,0 +1,47 @@
+"""Backend fixtures: ``refused`` checks that bad input raises and writes nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+import pytest
+
+import rewinddb
+
+
+def everything(db: rewinddb.Database) -> dict[str, Any]:
+    """All state of every branch, every event and the clock: what must not change."""
+    branches = db.branches.list()
+    return {
+        "version": db.version,
+        "branches": branches,
+        "state": {
+            b.name: (db.at(b.name).snapshot(), [i.event for i in db.at(b.name).events.list()])
+            for b in branches
+        },
+        "commits": db.commits(),
+    }
+
+
+Refused = Callable[..., AbstractContextManager[pytest.ExceptionInfo[Any]]]
+
+
+@pytest.fixture
+def refused() -> Refused:
+    """``with refused(db, Error, "code"):`` the block raises and leaves ``db`` unchanged."""
+
+    @contextmanager
+    def check(
+        db: rewinddb.Database, error: type[Exception], code: str | None = None
+    ) -> Iterator[pytest.ExceptionInfo[Any]]:
+        before = everything(db)
+        with pytest.raises(error) as info:
+            yield info
+        assert isinstance(info.value, rewinddb.RewindError), info.value
+        if code is not None:
+            assert info.value.code == code, info.value
+        assert everything(db) == before
+
+    return check

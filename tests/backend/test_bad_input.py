@@ -1,0 +1,165 @@
+"""Bad input gets a clear RewindError with a stable code and writes nothing."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal
+
+import pytest
+
+import rewinddb
+
+
+@pytest.fixture
+def db(db):  # type: ignore[no-untyped-def]
+    db.kv.put("k", 1)
+    db.json.set("doc", "$", {"stocks": 60, "list": [1, 2]})
+    db.events.append("e", {"n": 1})
+    db.branches.fork("default", "run")
+    return db
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {1, 2},
+        object(),
+        float("nan"),
+        float("inf"),
+        {"nested": [1, float("-inf")]},
+        {1: "non-string key"},
+        {"when": datetime.now(timezone.utc)},
+        Decimal("1.5"),
+        2**70,
+        [b"bytes inside JSON"],
+    ],
+    ids=[
+        "set",
+        "object",
+        "nan",
+        "inf",
+        "nested-inf",
+        "int-key",
+        "datetime",
+        "decimal",
+        "bigint",
+        "nested-bytes",
+    ],
+)
+def test_non_json_values_are_refused(db, refused, value) -> None:  # type: ignore[no-untyped-def]
+    with refused(db, rewinddb.InvalidValueError, "invalid.value"):
+        db.kv.put("k", value)
+    with refused(db, rewinddb.InvalidValueError, "invalid.value"):
+        db.json.set("doc", "$.stocks", value)
+    with refused(db, rewinddb.InvalidValueError, "invalid.value"):
+        db.events.append("e", value)
+
+
+@pytest.mark.parametrize("key", ["", "   ", None, 5, b"k", "nul\x00key"])
+def test_bad_keys_are_refused(db, refused, key) -> None:  # type: ignore[no-untyped-def]
+    with refused(db, rewinddb.InvalidInputError, "invalid.key"):
+        db.kv.put(key, 1)
+    with refused(db, rewinddb.InvalidInputError, "invalid.key"):
+        db.kv.get(key)
+    with refused(db, rewinddb.InvalidInputError, "invalid.key"):
+        db.json.set(key, "$", 1)
+    with refused(db, rewinddb.InvalidInputError, "invalid.key"):
+        db.kv.delete(key)
+
+
+@pytest.mark.parametrize(
+    "path", ["", "stocks", "$.", "$..a", "$[*]", "$[-1]", "$['open", "$.a b", "$[?(@.x)]", 5]
+)
+def test_invalid_json_paths(db, refused, path) -> None:  # type: ignore[no-untyped-def]
+    with refused(db, rewinddb.InvalidJSONPathError, "invalid.json_path"):
+        db.json.set("doc", path, 1)
+    with refused(db, rewinddb.InvalidJSONPathError, "invalid.json_path"):
+        db.json.get("doc", path)
+
+
+@pytest.mark.parametrize("path", ["$.stocks.x", "$.list.x", "$.stocks[0]", "$.list[5]"])
+def test_paths_through_the_wrong_kind_of_value(db, refused, path) -> None:  # type: ignore[no-untyped-def]
+    with refused(db, rewinddb.InvalidJSONPathError, "invalid.json_path") as info:
+        db.json.set("doc", path, 1)
+    assert path in str(info.value)
+
+
+def test_unknown_branch_for_reads_and_writes(db, refused) -> None:  # type: ignore[no-untyped-def]
+    with refused(db, rewinddb.BranchNotFound, "not_found.engine.branch"):
+        db.at("nope")
+    view = db.at("run")
+    db.branches.delete("run")
+    for call in (
+        lambda: view.kv.get("k"),
+        lambda: view.kv.put("k", 2),
+        lambda: view.json.set("doc", "$.a", 1),
+        lambda: view.events.append("e", {}),
+        lambda: view.events.list(),
+        lambda: db.branches.fork("run", "x"),
+        lambda: db.branches.delete("run"),
+        lambda: db.branches.get("run"),
+        lambda: db.diff("run", "default"),
+    ):
+        with refused(db, rewinddb.BranchNotFound, "not_found.engine.branch"):
+            call()
+
+
+def test_fork_onto_an_existing_name(db, refused) -> None:  # type: ignore[no-untyped-def]
+    with refused(db, rewinddb.BranchExistsError, "conflict.branch_exists"):
+        db.branches.fork("default", "run")
+    with refused(db, rewinddb.InvalidInputError, "invalid.branch"):
+        db.branches.fork("default", "")
+
+
+def test_deleting_default_is_refused(db, refused) -> None:  # type: ignore[no-untyped-def]
+    with refused(db, rewinddb.InvalidInputError, "invalid.branch.default"):
+        db.branches.delete("default")
+
+
+def test_as_of_before_the_branch_existed_or_in_the_future(db, refused) -> None:  # type: ignore[no-untyped-def]
+    run = db.at("run")
+    with refused(db, rewinddb.HistoryUnavailableError, "history_unavailable"):
+        run.kv.get("k", as_of=1)
+    with refused(db, rewinddb.HistoryUnavailableError, "history_unavailable"):
+        db.branches.fork("run", "too-early", at=1)
+    with refused(db, rewinddb.InvalidInputError, "invalid.as_of"):
+        db.kv.get("k", as_of=db.version + 1)
+    with refused(db, rewinddb.InvalidInputError, "invalid.as_of"):
+        db.kv.get("k", as_of=datetime.now(timezone.utc) + timedelta(hours=1))
+    with refused(db, rewinddb.InvalidInputError, "invalid.as_of"):
+        db.kv.get("k", as_of=datetime.now())  # naive: ambiguous
+    with refused(db, rewinddb.InvalidInputError, "invalid.as_of"):
+        db.kv.get("k", as_of=-1)
+    with refused(db, rewinddb.InvalidInputError, "invalid.as_of"):
+        db.events.list(as_of="3")  # type: ignore[arg-type]
+    with refused(db, rewinddb.InvalidInputError, "invalid.as_of"):
+        db.diff("default", "run", as_of_a=True)  # type: ignore[arg-type]
+
+
+def test_bad_metadata_and_event_arguments(db, refused) -> None:  # type: ignore[no-untyped-def]
+    with refused(db, rewinddb.InvalidInputError, "invalid.trigger"):
+        db.kv.put("k", 2, trigger=5)  # type: ignore[arg-type]
+    with refused(db, rewinddb.InvalidInputError, "invalid.message"):
+        db.json.set("doc", "$", 2, message=["x"])  # type: ignore[arg-type]
+    with refused(db, rewinddb.InvalidInputError, "invalid.event_type"):
+        db.events.append("", {})
+    with refused(db, rewinddb.InvalidInputError, "invalid.expected_index"):
+        db.events.append("e", {}, expected_index=-1)
+    with refused(db, rewinddb.InvalidInputError, "invalid.limit"):
+        db.events.list(limit=-1)
+    with refused(db, rewinddb.InvalidInputError, "invalid.sequence"):
+        db.events.get("0")  # type: ignore[arg-type]
+
+
+def test_expected_index_conflict_writes_nothing(db, refused) -> None:  # type: ignore[no-untyped-def]
+    with refused(db, rewinddb.AppendConflictError, "conflict.append"):
+        db.events.append("e", {}, expected_index=0)
+    assert db.events.append("e", {}, expected_index=1).sequence == 1
+
+
+def test_errors_are_catchable_as_builtins(db) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(KeyError):
+        db.at("nope")
+    with pytest.raises(ValueError):
+        db.kv.put("k", float("nan"))
+    assert str(rewinddb.BranchNotFound("x")).startswith("[not_found.engine.branch]")

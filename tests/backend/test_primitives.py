@@ -1,0 +1,208 @@
+"""kv, json and events on a branch: writes are versions, reads take as_of."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+import rewinddb
+
+
+def test_every_write_is_the_next_version(db: rewinddb.Database) -> None:
+    assert db.version == 0
+    assert db.kv.put("a", 1) == 1
+    assert db.json.set("doc", "$", {"x": 1}) == 2
+    event = db.events.append("tick", {"n": 1})
+    assert event.version == 3
+    assert db.kv.delete("a") == 4
+    assert db.kv.delete("a") is None  # nothing to delete: no version
+    assert db.version == 4
+
+
+def test_kv_put_get_as_of_and_history(db: rewinddb.Database) -> None:
+    v1 = db.kv.put("task", "draft", trigger="init")
+    v2 = db.kv.put("task", {"title": "final", "tags": ["a", "b"]}, message="second try")
+    v3 = db.kv.delete("task", trigger="cleanup")
+    assert db.kv.get("task") is None
+    assert db.kv.get("task", "gone") == "gone"
+    assert db.kv.get("task", as_of=v1) == "draft"
+    assert db.kv.get("task", as_of=v2) == {"tags": ["a", "b"], "title": "final"}
+    history = db.kv.history("task")
+    assert [(h.version, h.value, h.trigger, h.deleted) for h in history] == [
+        (v1, "draft", "init", False),
+        (v2, {"tags": ["a", "b"], "title": "final"}, None, False),
+        (v3, None, "cleanup", True),
+    ]
+    assert history[0].timestamp <= history[1].timestamp <= history[2].timestamp
+    assert history[0].timestamp.tzinfo is not None
+    assert db.commits()[1].message == "second try"
+
+
+def test_kv_keys_prefix_and_as_of(db: rewinddb.Database) -> None:
+    db.kv.put("user:1", "ann")
+    v = db.kv.put("user:2", "bob")
+    db.kv.put("task", "x")
+    db.kv.delete("user:1")
+    assert db.kv.keys() == ["task", "user:2"]
+    assert db.kv.keys(prefix="user:") == ["user:2"]
+    assert db.kv.keys(as_of=v) == ["user:1", "user:2"]
+    assert "task" in db.kv and "user:1" not in db.kv
+
+
+def test_kv_bytes_and_falsy_values(db: rewinddb.Database) -> None:
+    db.kv.put("blob", b"\x00\x01binary")
+    db.kv.put("zero", 0)
+    db.kv.put("none", None)
+    db.kv.put("empty", "")
+    assert db.kv.get("blob") == b"\x00\x01binary"
+    assert db.kv.get("zero") == 0
+    assert db.kv.get("none", "default") is None  # a stored None is not "missing"
+    assert db.kv.get("empty") == ""
+    assert db.kv.keys() == ["blob", "empty", "none", "zero"]
+
+
+def test_as_of_datetime(db: rewinddb.Database) -> None:
+    db.kv.put("k", "old")
+    moment = datetime.now(timezone.utc)
+    db.kv.put("k", "new")
+    assert db.kv.get("k", as_of=moment) == "old"
+    assert db.kv.get("k", as_of=datetime.now(timezone.utc)) == "new"
+    assert db.kv.get("k", as_of=moment - timedelta(days=1)) is None  # version 0: empty
+
+
+def test_json_paths(db: rewinddb.Database) -> None:
+    db.json.set("portfolio", "$", {"stocks": 60, "bonds": 40})
+    v = db.json.set("portfolio", "$.stocks", 20)
+    db.json.set("portfolio", "$.meta.owner.name", "ann")  # creates the missing objects
+    db.json.set("portfolio", "$['key with space']", [1, 2, 3])
+    db.json.set("portfolio", "$['key with space'][1]", 20)
+    db.json.set("portfolio", "$['key with space'][3]", 4)  # index == length appends
+    assert db.json.get("portfolio") == {
+        "bonds": 40,
+        "stocks": 20,
+        "meta": {"owner": {"name": "ann"}},
+        "key with space": [1, 20, 3, 4],
+    }
+    assert db.json.get("portfolio", "$.meta.owner") == {"name": "ann"}
+    assert db.json.get("portfolio", "$['key with space'][0]") == 1
+    assert db.json.get("portfolio", '$["key with space"][1]') == 20
+    assert db.json.get("portfolio", "$.stocks", as_of=v) == 20
+    assert db.json.get("portfolio", "$.stocks", as_of=v - 1) == 60
+    assert db.json.get("portfolio", "$.nope") is None
+    assert db.json.get("portfolio", "$.nope", default=0) == 0
+    assert db.json.get("missing") is None
+
+
+def test_json_documents_read_back_with_sorted_keys(db: rewinddb.Database) -> None:
+    db.json.set("p", "$", {"stocks": 20, "bonds": 80})
+    assert list(db.json.get("p")) == ["bonds", "stocks"]
+    assert str(db.json.get("p")) == "{'bonds': 80, 'stocks': 20}"
+
+
+def test_json_delete_path_and_document(db: rewinddb.Database) -> None:
+    db.json.set("d", "$", {"a": {"b": 1, "c": 2}, "list": [1, 2, 3]})
+    assert db.json.delete("d", "$.a.b") is not None
+    assert db.json.delete("d", "$.list[0]") is not None
+    assert db.json.get("d") == {"a": {"c": 2}, "list": [2, 3]}
+    assert db.json.delete("d", "$.a.nothing") is None
+    v = db.json.delete("d")
+    assert v is not None and db.json.get("d") is None
+    assert db.json.keys() == []
+    assert [h.deleted for h in db.json.history("d")] == [False, False, False, True]
+
+
+def test_events_append_list_get_len(db: rewinddb.Database) -> None:
+    first = db.events.append("tool.call", {"tool": "read"})
+    db.kv.put("between", 1)
+    second = db.events.append("tool.result", {"ok": True})
+    third = db.events.append("tool.call", None)
+    assert [first.sequence, second.sequence, third.sequence] == [0, 1, 2]
+    assert len(db.events) == db.events.length() == 3
+    items = db.events.list()
+    assert [item.event.sequence for item in items] == [0, 1, 2]
+    assert [item.version for item in items] == [first.version, second.version, third.version]
+    assert [i.event.sequence for i in db.events.list(event_type="tool.call")] == [0, 2]
+    assert [i.event.sequence for i in db.events.list(after=0, limit=1)] == [1]
+    assert [i.event.sequence for i in db.events.list(as_of=second.version)] == [0, 1]
+    assert db.events.length(as_of=first.version) == 1
+    assert db.events.get(1).payload == {"ok": True}
+    assert db.events.get(1).timestamp.tzinfo is not None
+    with pytest.raises(rewinddb.EventNotFound):
+        db.events.get(3)
+    with pytest.raises(rewinddb.EventNotFound):
+        db.events.get(2, as_of=second.version)
+
+
+def test_event_hashes_chain(db: rewinddb.Database) -> None:
+    a = db.events.append("a", {"n": 1})
+    b = db.events.append("b", {"n": 2})
+    assert len(a.hash) == 64 and a.hash != b.hash
+    assert db.events.get(1).hash == b.hash
+
+
+def test_transaction_groups_writes_into_one_version(db: rewinddb.Database) -> None:
+    with db.transaction(trigger="batch", message="three at once"):
+        db.kv.put("a", 1)
+        db.kv.put("a", 2)  # the last write of a key in a version wins
+        db.json.set("doc", "$.x", 1)
+        db.events.append("note", {"n": 1})
+    assert db.version == 1
+    assert db.kv.get("a") == 2
+    commit = db.commits()[0]
+    assert (commit.version, commit.trigger, commit.message) == (1, "batch", "three at once")
+    assert db.kv.history("a")[0].trigger == "batch"
+
+
+def test_transaction_rolls_back_on_error(db: rewinddb.Database) -> None:
+    db.kv.put("a", 1)
+    with pytest.raises(RuntimeError), db.transaction():
+        db.kv.put("a", 2)
+        db.events.append("e", {})
+        raise RuntimeError("agent crashed")
+    assert db.kv.get("a") == 1 and db.version == 1 and len(db.events) == 0
+
+
+def test_refused_write_inside_transaction_leaves_the_rest(db: rewinddb.Database) -> None:
+    with db.transaction():
+        db.kv.put("a", 1)
+        with pytest.raises(rewinddb.InvalidValueError):
+            db.kv.put("b", {1, 2})
+        db.kv.put("c", 3)
+    assert db.kv.keys() == ["a", "c"] and db.version == 1
+
+
+def test_nested_transactions_join_the_outer_one(db: rewinddb.Database) -> None:
+    work = db.at("default")
+    with db.transaction():
+        db.kv.put("a", 1)
+        with work.transaction():
+            work.kv.put("b", 2)
+    assert db.version == 1
+
+
+def test_transaction_on_one_branch_refuses_writes_to_another(db: rewinddb.Database) -> None:
+    db.branches.fork("default", "other")
+    with pytest.raises(rewinddb.RewindError) as info, db.transaction():
+        db.kv.put("a", 1)
+        db.at("other").kv.put("b", 2)
+    assert info.value.code == "invalid.transaction"
+    assert db.version == 0
+
+
+def test_empty_transaction_writes_nothing(db: rewinddb.Database) -> None:
+    with db.transaction():
+        pass
+    assert db.version == 0 and db.commits() == []
+
+
+def test_big_values_round_trip(db: rewinddb.Database) -> None:
+    doc = {"messages": [{"role": "user", "text": "x" * 300, "n": i} for i in range(50)]}
+    v1 = db.json.set("chat", "$", doc)
+    doc["messages"].append({"role": "assistant", "text": "y" * 300, "n": 50})
+    v2 = db.json.set("chat", "$", doc)
+    db.json.set("chat", "$.messages[0].text", "edited")
+    assert len(db.json.get("chat", as_of=v1)["messages"]) == 50
+    assert db.json.get("chat", as_of=v2) == doc
+    assert db.json.get("chat", "$.messages[0].text") == "edited"
+    assert db.json.get("chat", "$.messages[50].n") == 50

@@ -1,0 +1,73 @@
+"""Storage shares what consecutive versions have in common (growing lists)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import rewinddb
+
+
+def _item(i: int) -> dict[str, object]:
+    return {"role": "user" if i % 2 else "assistant", "n": i, "text": f"{i:04d}" + "x" * 480}
+
+
+def _stored_bytes(path: Path) -> int:
+    with sqlite3.connect(path / "rewind.sqlite3") as raw:
+        entries = raw.execute(
+            "SELECT coalesce(sum(length(body) + coalesce(length(refs), 0)), 0) FROM rewind_entries"
+        ).fetchone()[0]
+        items = raw.execute(
+            "SELECT coalesce(sum(length(item)), 0) FROM rewind_seq_items"
+        ).fetchone()[0]
+    return int(entries + items)
+
+
+def test_a_growing_list_stores_only_what_was_appended(db: rewinddb.Database) -> None:
+    items: list[object] = []
+    versions = []
+    for i in range(100):
+        items.append(_item(i))
+        versions.append(db.json.set("chat", "$", items))
+    stored = _stored_bytes(db.path)
+    assert stored < 2 * 100 * 520, stored  # about one copy of the list, not 100 copies
+    for n in (0, 1, 2, 50, 99):
+        assert db.json.get("chat", as_of=versions[n]) == items[: n + 1]
+
+
+def test_growing_list_under_an_object_key_and_in_kv(db: rewinddb.Database) -> None:
+    state: dict[str, object] = {"step": 0, "messages": []}
+    for i in range(60):
+        state = {"step": i, "messages": [*state["messages"], _item(i)]}  # type: ignore[misc]
+        db.kv.put("state", state)
+    assert _stored_bytes(db.path) < 3 * 60 * 520
+    history = db.kv.history("state")
+    assert [len(h.value["messages"]) for h in history] == list(range(1, 61))
+    assert history[10].value == {"step": 10, "messages": [_item(i) for i in range(11)]}
+
+
+def test_branches_that_grow_one_list_differently(db: rewinddb.Database) -> None:
+    base = [_item(i) for i in range(10)]
+    db.json.set("chat", "$", base)
+    db.branches.fork("default", "a")
+    db.branches.fork("default", "b")
+    db.at("a").json.set("chat", "$", [*base, _item(100)])
+    db.at("b").json.set("chat", "$", [*base, _item(200), _item(201)])
+    db.json.set("chat", "$", base[:5])  # shrink on default
+    assert db.at("a").json.get("chat") == [*base, _item(100)]
+    assert db.at("b").json.get("chat") == [*base, _item(200), _item(201)]
+    assert db.json.get("chat") == base[:5]
+    db.json.set("chat", "$", [*base[:5], _item(300)])  # regrow differently
+    assert db.json.get("chat") == [*base[:5], _item(300)]
+    assert db.at("a").json.get("chat")[-1] == _item(100)
+    db.at("a").json.set("chat", "$", [_item(7), *base])  # prepended: stored anew
+    assert db.at("a").json.get("chat") == [_item(7), *base]
+
+
+def test_a_list_item_changed_in_the_middle(db: rewinddb.Database) -> None:
+    items = [_item(i) for i in range(10)]
+    v1 = db.json.set("chat", "$", items)
+    changed = [*items[:3], {"edited": True}, *items[4:]]
+    v2 = db.json.set("chat", "$", changed)
+    assert db.json.get("chat", as_of=v1) == items
+    assert db.json.get("chat", as_of=v2) == changed

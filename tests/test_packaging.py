@@ -1,0 +1,62 @@
+"""The four folders install as one ``rewinddb`` namespace, and nothing else."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_every_package_folder_is_declared() -> None:
+    """A subfolder with __init__.py that is not in `packages` would be left out of wheels."""
+    setuptools = PYPROJECT["tool"]["setuptools"]
+    declared = set(setuptools["packages"])
+    found = set()
+    for name, folder in setuptools["package-dir"].items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            relative = init.parent.relative_to(ROOT / folder)
+            found.add(".".join([name, *relative.parts]) if relative.parts else name)
+    assert found <= declared, found - declared
+
+
+def test_the_parts_import_under_rewinddb() -> None:
+    import rewinddb
+
+    assert Path(rewinddb.__file__).parent.name == "backend"
+    for part in ("web", "notebook", "integrations"):
+        importlib.import_module(f"rewinddb.{part}")
+
+
+def test_backend_refuses_to_be_imported_as_backend() -> None:
+    sys.path.insert(0, str(ROOT))
+    try:
+        with pytest.raises(ImportError, match="import it as 'rewinddb'"):
+            importlib.import_module("backend")
+    finally:
+        sys.path.remove(str(ROOT))
+        sys.modules.pop("backend", None)
+
+
+def test_extras_and_python_version() -> None:
+    project = PYPROJECT["project"]
+    assert project["requires-python"] == ">=3.10"
+    assert {"web", "notebook", "langgraph", "postgres", "test", "all"} <= set(
+        project["optional-dependencies"]
+    )
+
+
+def test_public_api_is_exported() -> None:
+    import rewinddb
+
+    for name in rewinddb.__all__:
+        assert hasattr(rewinddb, name), name
