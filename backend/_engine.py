@@ -170,8 +170,9 @@ class Engine:
         return record
 
     def branch_by_id(self, branch_id: int) -> BranchRecord:
+        """A branch by id, deleted or not (name, parent and fork point never change)."""
         record = self._records.get(branch_id)
-        if record is None or record.deleted_at is None:
+        if record is None:
             row = self.conn.fetchone(
                 f"SELECT {self._BRANCH_COLUMNS} FROM rewind_branches WHERE id = ?",
                 (branch_id,),

@@ -110,7 +110,7 @@ class EventRow(SQLModel, table=True):
     """One event of a branch's log; ``hash`` chains it to the previous event."""
 
     __tablename__ = "rewind_events"
-    __table_args__ = (Index("ix_rewind_events_version", "branch_id", "version"),)
+    __table_args__ = (Index("ix_rewind_events_version", "branch_id", "version", "sequence"),)
 
     branch_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
     sequence: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})

@@ -46,7 +46,7 @@ def events_between(engine: Engine, branch_id: int, low: int, high: int) -> list[
     """Events appended on ``branch_id`` at versions in (low, high], in order."""
     rows = engine.conn.fetchall(
         f"SELECT {_EVENT_COLUMNS} FROM rewind_events "
-        "WHERE branch_id = ? AND version > ? AND version <= ? ORDER BY sequence",
+        "WHERE branch_id = ? AND version > ? AND version <= ? ORDER BY version, sequence",
         (branch_id, low, high),
     )
     return [event_from_row(engine, row) for row in rows]
@@ -57,7 +57,7 @@ def last_event(engine: Engine, record: BranchRecord, version: int) -> tuple[int,
     for branch_id, cap in engine.lineage(record, version):
         row = engine.conn.fetchone(
             "SELECT sequence, hash FROM rewind_events WHERE branch_id = ? AND version <= ? "
-            "ORDER BY sequence DESC LIMIT 1",
+            "ORDER BY version DESC, sequence DESC LIMIT 1",
             (branch_id, cap),
         )
         if row is not None:
@@ -181,7 +181,8 @@ class Events:
                 if event_type is not None:
                     sql += " AND event_type = ?"
                     params.append(event_type)
-                sql += " ORDER BY sequence"
+                # Within a branch, sequence order is version order: this walks the index.
+                sql += " ORDER BY version, sequence"
                 if limit is not None:
                     sql += " LIMIT ?"
                     params.append(limit - len(items))
