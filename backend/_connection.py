@@ -23,7 +23,13 @@ from sqlalchemy.pool import NullPool
 from sqlmodel import SQLModel
 
 from . import _schema
-from .errors import DatabaseClosedError, NotADatabaseError, ReadOnlyError, RewindError
+from .errors import (
+    DatabaseBusyError,
+    DatabaseClosedError,
+    NotADatabaseError,
+    ReadOnlyError,
+    RewindError,
+)
 
 DB_FILENAME = "rewind.sqlite3"
 FORMAT_MARKER = "rewinddb"
@@ -156,7 +162,13 @@ class Connection:
                 raise ReadOnlyError("this database was opened read-only")
             depth = self._depth
             if depth == 0:
-                self._raw.execute("BEGIN IMMEDIATE")
+                try:
+                    self._raw.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError as error:
+                    raise DatabaseBusyError(
+                        f"the database stayed locked by another writer for longer than "
+                        f"busy_timeout ({error}); retry, or open it with a longer busy_timeout"
+                    ) from error
             else:
                 self._raw.execute(f"SAVEPOINT rw{depth}")
             self._depth += 1

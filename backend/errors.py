@@ -99,6 +99,12 @@ class DatabaseClosedError(RewindError):
     code = "closed"
 
 
+class DatabaseBusyError(RewindError):
+    """Another process held the write lock for longer than ``busy_timeout``."""
+
+    code = "busy"
+
+
 class ReadOnlyError(RewindError):
     """A write was attempted on a database opened read-only."""
 

@@ -144,3 +144,13 @@ def test_durability_full(db_path: Path) -> None:
         db.kv.put("k", 1)
     with rewinddb.open(db_path) as db:
         assert db.kv.get("k") == 1
+
+
+def test_a_writer_that_waits_too_long_gets_a_clear_busy_error(db_path: Path) -> None:
+    with rewinddb.open(db_path) as db, rewinddb.open(db_path, busy_timeout=0.2) as other:
+        with db.transaction():
+            db.kv.put("held", 1)
+            with pytest.raises(rewinddb.DatabaseBusyError) as info:
+                other.kv.put("k", 1)
+            assert info.value.code == "busy"
+        assert other.kv.put("k", 1) == 2  # the lock is free again
