@@ -18,9 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine
-from sqlalchemy.pool import NullPool
-from sqlmodel import SQLModel
+from sqlalchemy.dialects import sqlite
+from sqlalchemy.schema import CreateIndex, CreateTable
 
 from . import _schema
 from .errors import (
@@ -72,22 +71,19 @@ class Connection:
         raw.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         raw.execute(f"PRAGMA synchronous = {DURABILITY_LEVELS[durability]}")
         raw.execute("PRAGMA foreign_keys = OFF")
+        raw.execute("PRAGMA wal_autocheckpoint = 4000")
 
     # -- lifecycle ---------------------------------------------------------------
 
     def ensure_schema(self) -> None:
         """Create the tables on a new database, or check that an old one is ours."""
-        has_meta = self.fetchone(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rewind_meta'"
-        )
-        if has_meta is None:
-            others = self.fetchone("SELECT count(*) FROM sqlite_master")
-            if others is not None and others[0]:
-                raise NotADatabaseError(f"{self.path} is a SQLite file but not a rewinddb database")
+        if not self._has_meta():
             if self.readonly:
                 raise NotADatabaseError(f"{self.path} holds no rewinddb database yet")
-            self._create_schema()
-            return
+            self._raw.execute("PRAGMA journal_mode = WAL")
+            with self.write():  # two processes creating one database: one creates it
+                if not self._has_meta():
+                    self._create_schema()
         marker = self.fetchone("SELECT value FROM rewind_meta WHERE key = 'format'")
         if marker is None or marker[0] != FORMAT_MARKER:
             raise NotADatabaseError(f"{self.path} is not a rewinddb database")
@@ -98,19 +94,28 @@ class Connection:
                 f"{version[0] if version else '?'}); upgrade rewinddb to open it"
             )
 
+    def _has_meta(self) -> bool:
+        return (
+            self.fetchone(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rewind_meta'"
+            )
+            is not None
+        )
+
     def _create_schema(self) -> None:
-        self._raw.execute("PRAGMA journal_mode = WAL")
-        engine = create_engine(f"sqlite:///{self.path}", poolclass=NullPool)
-        try:
-            SQLModel.metadata.create_all(engine)
-        finally:
-            engine.dispose()
-        with self.write():
-            if self.fetchone("SELECT 1 FROM rewind_meta WHERE key = 'format'") is None:
-                self.execute(
-                    "INSERT INTO rewind_meta (key, value) VALUES (?, ?), (?, ?)",
-                    ("format", FORMAT_MARKER, "schema_version", str(_schema.SCHEMA_VERSION)),
-                )
+        """Run the SQLModel schema's DDL in the open transaction, then mark the file ours."""
+        others = self.fetchone("SELECT count(*) FROM sqlite_master")
+        if others is not None and others[0]:
+            raise NotADatabaseError(f"{self.path} is a SQLite file but not a rewinddb database")
+        dialect = sqlite.dialect()
+        for table in _schema.TABLES:
+            self.execute(str(CreateTable(table).compile(dialect=dialect)))
+            for index in sorted(table.indexes, key=lambda index: str(index.name)):
+                self.execute(str(CreateIndex(index).compile(dialect=dialect)))
+        self.execute(
+            "INSERT INTO rewind_meta (key, value) VALUES (?, ?), (?, ?)",
+            ("format", FORMAT_MARKER, "schema_version", str(_schema.SCHEMA_VERSION)),
+        )
 
     def close(self) -> None:
         with self.lock:

@@ -3,6 +3,9 @@
 Nothing here is copied when a branch forks: a branch is one row, and every read resolves
 through the branch's lineage (its own rows, then its parent's up to the fork point, ...).
 
+Tables whose rows are found by their key are declared WITHOUT ROWID on SQLite, so the
+primary key is the table (one b-tree fewer to write per commit); other backends ignore it.
+
 - ``commits``: one row per version on the DB-wide clock. A merge commit names its second
   parent in ``merge_branch_id``/``merge_version``.
 - ``entries``: one row per written value of a kv key or JSON document (a tombstone for a
@@ -19,10 +22,14 @@ from sqlmodel import Field, SQLModel
 SCHEMA_VERSION = 1
 
 
+_WITHOUT_ROWID = {"sqlite_with_rowid": False}
+
+
 class Meta(SQLModel, table=True):
     """Format marker and schema version of the database."""
 
     __tablename__ = "rewind_meta"
+    __table_args__ = (_WITHOUT_ROWID,)
 
     key: str = Field(primary_key=True)
     value: str
@@ -43,7 +50,7 @@ class BranchRow(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    name: str = Field(index=True)
+    name: str
     parent_id: int | None = Field(default=None)
     forked_at: int
     created_at: int = Field(sa_column=Column(BigInteger, nullable=False))
@@ -69,16 +76,12 @@ class EntryRow(SQLModel, table=True):
     """A value of a key (kv) or a document (json) as written at one version."""
 
     __tablename__ = "rewind_entries"
-    __table_args__ = (
-        Index("ux_rewind_entries_key", "branch_id", "space", "key", "version", unique=True),
-        Index("ix_rewind_entries_version", "branch_id", "version"),
-    )
+    __table_args__ = (Index("ix_rewind_entries_version", "branch_id", "version"), _WITHOUT_ROWID)
 
-    id: int | None = Field(default=None, primary_key=True)
-    branch_id: int
-    space: str
-    key: str
-    version: int
+    branch_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    space: str = Field(primary_key=True)
+    key: str = Field(primary_key=True)
+    version: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
     kind: int  # 0 JSON, 1 bytes, 2 deleted
     body: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
     refs: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
@@ -99,6 +102,7 @@ class SeqItemRow(SQLModel, table=True):
     """One array item, with the hash of the array's prefix up to and including it."""
 
     __tablename__ = "rewind_seq_items"
+    __table_args__ = (_WITHOUT_ROWID,)
 
     seq_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
     idx: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
@@ -110,12 +114,23 @@ class EventRow(SQLModel, table=True):
     """One event of a branch's log; ``hash`` chains it to the previous event."""
 
     __tablename__ = "rewind_events"
-    __table_args__ = (Index("ix_rewind_events_version", "branch_id", "version", "sequence"),)
+    __table_args__ = (
+        Index("ix_rewind_events_version", "branch_id", "version", "sequence"),
+        _WITHOUT_ROWID,
+    )
 
     branch_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
     sequence: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
     version: int
-    event_type: str = Field(index=False)
+    event_type: str
     payload: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     ts: int = Field(sa_column=Column(BigInteger, nullable=False))
     hash: str
+
+
+#: The tables of a rewinddb database, in creation order (never SQLModel's global metadata,
+#: which also holds any tables the application defines).
+TABLES = [
+    model.__table__  # type: ignore[attr-defined]
+    for model in (Meta, BranchRow, CommitRow, EntryRow, SeqRow, SeqItemRow, EventRow)
+]
