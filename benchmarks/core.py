@@ -1,0 +1,797 @@
+"""Core performance figures of rewinddb, each against a baseline measured in the same run.
+
+Run it from the repository root::
+
+    .venv/bin/python benchmarks/core.py           # the full run (well under two minutes)
+    .venv/bin/python benchmarks/core.py --quick   # a smoke run with small sizes
+
+Every figure is a median over several repetitions. Where a figure has a baseline, the two
+are measured interleaved (A, B, A, B, ...), so that a noisy machine slows both alike, and
+the table shows ``ratio = rewinddb / baseline``. The script only measures and prints: it
+asserts no timing, and it exits 0 whatever the verdicts.
+
+The figures:
+
+1. the seeds' workload "ten forks and twenty writes" (a competitor: 831 ms, 68 KB), total
+   time and size on disk, against the same number of single-row commits in raw SQLite;
+2. the cost of one fork with 10,000 keys on the source against 10 keys;
+3. an ``as_of`` read of a key with 10,000 versions against a key with 10;
+4. storage of 1,000 versions of a list that grows by one 500-byte item per version, each
+   written whole, and the read time of an old version against the latest;
+5. single-write commits per second against raw SQLite single-insert commits, for
+   ``durability="normal"`` and ``"full"`` with the same journal mode and synchronous;
+6. ``events.append`` per second, and an ``as_of`` read on a branch ten forks deep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import itertools
+import os
+import platform
+import random
+import shlex
+import sqlite3
+import statistics
+import string
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+import rewinddb
+
+KIB = 1024
+MIB = 1024 * KIB
+
+#: The seeds' figures for "ten forks and twenty writes" on the competitor.
+SEED_FORKS, SEED_WRITES = 10, 20
+SEED_COMPETITOR_MS = 831
+SEED_COMPETITOR_BYTES = 68 * KIB
+
+#: rewinddb's durability levels and the ``PRAGMA synchronous`` each stands for.
+SYNCHRONOUS = {"normal": "NORMAL", "full": "FULL"}
+
+RAW_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, key TEXT NOT NULL, value BLOB NOT NULL)"
+)
+RAW_INSERT = "INSERT INTO t (key, value) VALUES (?, ?)"
+
+
+# -- sizes -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much work each figure does; ``--quick`` shrinks everything."""
+
+    repeats: int = 9  # repetitions of the commit-rate runs
+    seed_repeats: int = 15  # repetitions of the (short) seed workload and of open
+    point_calls: int = 500  # timed calls of a single fork or read, per side
+    fork_keys: int = 10_000  # keys on the big fork source
+    few: int = 10  # keys on the small fork source, versions of the short key
+    history: int = 10_000  # versions of the long key
+    list_versions: int = 1_000  # versions of the growing list
+    item_bytes: int = 500  # encoded size of one list item
+    list_reads: int = 31  # timed reads of each list version
+    commits: int = 5_000  # single commits per repetition, durability="normal"
+    full_commits: int = 500  # single commits per repetition, durability="full"
+    depth: int = 10  # forks between default and the deep branch
+
+
+FULL_RUN = Sizes()
+QUICK_RUN = Sizes(
+    repeats=3,
+    seed_repeats=3,
+    point_calls=30,
+    fork_keys=1_000,
+    history=1_000,
+    list_versions=200,
+    list_reads=5,
+    commits=200,
+    full_commits=40,
+)
+
+
+# -- the report ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """A bound a figure must meet: ``op`` is ``<``, ``<=`` or ``>=``."""
+
+    op: str
+    limit: float
+    shown: str
+
+    def met(self, value: float) -> bool:
+        if self.op == "<":
+            return value < self.limit
+        if self.op == "<=":
+            return value <= self.limit
+        return value >= self.limit
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table. The target applies to ``checked``, or else to ``ratio``."""
+
+    figure: str
+    value: str
+    baseline: str = ""
+    ratio: float | None = None
+    target: Target | None = None
+    checked: float | None = None
+
+    @property
+    def verdict(self) -> str:
+        if self.target is None:
+            return "info"
+        subject = self.ratio if self.checked is None else self.checked
+        if subject is None:
+            return "?"
+        return "PASS" if self.target.met(subject) else "FAIL"
+
+
+@dataclass
+class Report:
+    """The rows of the table, grouped in sections, and notes printed under it."""
+
+    sections: list[tuple[str, list[Row]]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def section(self, title: str) -> None:
+        self.sections.append((title, []))
+
+    def add(self, row: Row) -> None:
+        self.sections[-1][1].append(row)
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def rows(self) -> list[Row]:
+        return [row for _, rows in self.sections for row in rows]
+
+    def render(self) -> str:
+        header = ("figure", "rewinddb", "baseline", "ratio", "target", "result")
+        lines = [
+            (
+                f"  {row.figure}",
+                row.value,
+                row.baseline,
+                "" if row.ratio is None else f"{row.ratio:.2f}",
+                row.target.shown if row.target else "",
+                row.verdict,
+            )
+            for row in self.rows()
+        ]
+        widths = [max(len(cell) for cell in column) for column in zip(header, *lines, strict=True)]
+        rule = "  ".join("-" * width for width in widths)
+
+        def fmt(cells: tuple[str, ...]) -> str:
+            first, *rest = cells
+            numbers = [cell.rjust(width) for cell, width in zip(rest[:3], widths[1:4], strict=True)]
+            texts = [cell.ljust(width) for cell, width in zip(rest[3:], widths[4:], strict=True)]
+            return "  ".join([first.ljust(widths[0]), *numbers, *texts]).rstrip()
+
+        out = [fmt(header), rule]
+        line_iter = iter(lines)
+        for title, rows in self.sections:
+            out.append(title)
+            out.extend(fmt(next(line_iter)) for _ in rows)
+        out.append(rule)
+        verdicts = [row.verdict for row in self.rows()]
+        out.append(
+            f"{verdicts.count('PASS')} PASS, {verdicts.count('FAIL')} FAIL, "
+            f"{verdicts.count('info')} info.  ratio = rewinddb / baseline "
+            "(times: lower is better; rates: higher is better)"
+        )
+        if self.notes:
+            out.append("")
+            out.extend(f"note: {text}" for text in self.notes)
+        return "\n".join(out)
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.2f} ms"
+
+
+def us(seconds: float) -> str:
+    return f"{seconds * 1e6:.1f} us"
+
+
+def rate(per_second: float) -> str:
+    return f"{per_second:,.0f} /s"
+
+
+def size(nbytes: float) -> str:
+    if nbytes >= MIB:
+        return f"{nbytes / MIB:.2f} MiB"
+    return f"{nbytes / KIB:.1f} KiB"
+
+
+# -- timing ----------------------------------------------------------------------
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Collect now, then keep the garbage collector out of the timed code."""
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    """Seconds one call of ``fn`` takes."""
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def interleaved(calls: int, *fns: Callable[[], Any]) -> list[float]:
+    """The median seconds per call of each function, calling them in turn ``calls`` times."""
+    samples: list[list[float]] = [[] for _ in fns]
+    with gc_paused():
+        for _ in range(calls):
+            for sample, fn in zip(samples, fns, strict=True):
+                sample.append(timed(fn))
+    return [statistics.median(sample) for sample in samples]
+
+
+def repeated(repeats: int, *fns: Callable[[], float]) -> list[float]:
+    """The median of each measuring function's result over ``repeats`` interleaved runs."""
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for sample, fn in zip(samples, fns, strict=True):
+            with gc_paused():
+                sample.append(fn())
+    return [statistics.median(sample) for sample in samples]
+
+
+def expect(actual: Any, expected: Any, what: str) -> None:
+    """Refuse to time a read that does not return what it should."""
+    if actual != expected:
+        raise RuntimeError(f"{what}: expected {expected!r}, got {actual!r}")
+
+
+# -- directories and sizes on disk -----------------------------------------------
+
+
+@contextmanager
+def scratch() -> Iterator[Path]:
+    """A fresh, not yet existing database directory inside a temporary one."""
+    with tempfile.TemporaryDirectory(prefix="rewinddb-bench-") as parent:
+        yield Path(parent) / "db"
+
+
+def measured_in_scratch(measure: Callable[[Path], float]) -> Callable[[], float]:
+    """A measuring function that runs ``measure`` in a fresh directory and cleans up."""
+
+    def run() -> float:
+        with scratch() as directory:
+            return measure(directory)
+
+    return run
+
+
+@dataclass(frozen=True)
+class DiskSize:
+    """A closed database directory on disk."""
+
+    total: int  # every file as left after close, -wal included
+    wal: int  # of which -wal files
+    checkpointed: int  # the total after PRAGMA wal_checkpoint(TRUNCATE)
+
+
+def directory_bytes(directory: Path) -> int:
+    return sum(path.stat().st_size for path in directory.iterdir() if path.is_file())
+
+
+def disk_size(directory: Path) -> DiskSize:
+    """The size of a closed database directory, checkpointing any WAL left behind."""
+    total = directory_bytes(directory)
+    wal = sum(path.stat().st_size for path in directory.glob("*-wal"))
+    if wal:
+        for wal_file in directory.glob("*-wal"):
+            conn = sqlite3.connect(wal_file.with_name(wal_file.name.removesuffix("-wal")))
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.close()
+    return DiskSize(total, wal, directory_bytes(directory))
+
+
+def page_usage(db_file: Path) -> str:
+    """How the pages of a SQLite file are used, e.g. '17 pages of 4096 B (7 tables, ...)'."""
+    conn = sqlite3.connect(db_file)
+    try:
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        page_count = conn.execute("PRAGMA page_count").fetchone()[0]
+        kinds = dict(conn.execute("SELECT type, count(*) FROM sqlite_master GROUP BY type"))
+        try:
+            empty = conn.execute(
+                "SELECT count(*) FROM (SELECT name FROM dbstat GROUP BY name HAVING sum(ncell) = 0)"
+            ).fetchone()[0]
+            used = f", {empty} of them holding no row yet"
+        except sqlite3.Error:  # SQLite built without the dbstat table
+            used = ""
+    finally:
+        conn.close()
+    return (
+        f"{page_count} pages of {page_size} B: the schema page, "
+        f"{kinds.get('table', 0)} tables and {kinds.get('index', 0)} indexes, "
+        f"each at least one page{used}"
+    )
+
+
+# -- raw SQLite, the baseline ----------------------------------------------------
+
+
+def raw_open(db_file: Path, synchronous: str) -> sqlite3.Connection:
+    """A plain SQLite file with the pragmas rewinddb uses (WAL, ``synchronous``)."""
+    db_file.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db_file, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(f"PRAGMA synchronous = {synchronous}")
+    conn.execute(RAW_SCHEMA)
+    return conn
+
+
+def raw_insert_rate(directory: Path, synchronous: str, n: int) -> float:
+    """Single-row INSERTs per second, each its own (autocommit) transaction."""
+    conn = raw_open(directory / "raw.sqlite3", synchronous)
+    try:
+
+        def insert_many() -> None:
+            for i in range(n):
+                conn.execute(RAW_INSERT, (f"key-{i % 100}", orjson.dumps({"n": i})))
+
+        return n / timed(insert_many)
+    finally:
+        conn.close()
+
+
+# -- 1. the seed workload --------------------------------------------------------
+
+
+def seed_rewinddb(directory: Path) -> None:
+    """Open a fresh database, fork ten branches, write twenty small values, close."""
+    db = rewinddb.open(directory)
+    names = [f"attempt-{i}" for i in range(SEED_FORKS)]
+    for name in names:
+        db.branches.fork("default", name)
+    views = [db.at(name) for name in names]
+    for i in range(SEED_WRITES):
+        view = views[i % len(views)]
+        if i % 2:
+            view.json.set(f"doc-{i}", "$", {"step": i, "status": "ok"})
+        else:
+            view.kv.put(f"key-{i}", {"step": i, "note": "small"})
+    db.close()
+
+
+def seed_raw(directory: Path) -> None:
+    """The baseline: a fresh SQLite file and as many rows, one commit each, then close."""
+    conn = raw_open(directory / "raw.sqlite3", "NORMAL")
+    for i in range(SEED_FORKS + SEED_WRITES):
+        conn.execute(RAW_INSERT, (f"row-{i}", orjson.dumps({"step": i})))
+    conn.close()
+
+
+def open_time(directory: Path) -> float:
+    """Seconds to open (create) a new database, closed again untimed."""
+    start = time.perf_counter()
+    db = rewinddb.open(directory)
+    elapsed = time.perf_counter() - start
+    db.close()
+    return elapsed
+
+
+def raw_open_time(directory: Path) -> float:
+    """The baseline: seconds to create a SQLite file with the pragmas and one table."""
+    start = time.perf_counter()
+    conn = raw_open(directory / "raw.sqlite3", "NORMAL")
+    elapsed = time.perf_counter() - start
+    conn.close()
+    return elapsed
+
+
+def run_seed(workload: Callable[[Path], None]) -> tuple[float, DiskSize]:
+    """Time one run of a seed workload on a fresh directory; measure it on disk after."""
+    with scratch() as directory:
+        with gc_paused():
+            elapsed = timed(lambda: workload(directory))
+        return elapsed, disk_size(directory)
+
+
+def measure_seed(sizes: Sizes, report: Report) -> None:
+    cold, _ = run_seed(seed_rewinddb)  # the first open in this process pays imports, caches
+    run_seed(seed_raw)
+    runs: list[tuple[float, DiskSize]] = []
+    raw_runs: list[tuple[float, DiskSize]] = []
+    for _ in range(sizes.seed_repeats):
+        runs.append(run_seed(seed_rewinddb))
+        raw_runs.append(run_seed(seed_raw))
+    elapsed = statistics.median(run[0] for run in runs)
+    raw_elapsed = statistics.median(run[0] for run in raw_runs)
+    disk, raw_disk = runs[-1][1], raw_runs[-1][1]
+
+    report.section(
+        f"1. seed: open, {SEED_FORKS} forks, {SEED_WRITES} writes, close (competitor "
+        f"{SEED_COMPETITOR_MS} ms, 68 KB; baseline: {SEED_FORKS + SEED_WRITES} raw commits)"
+    )
+    report.add(
+        Row(
+            f"total time (median of {sizes.seed_repeats})",
+            ms(elapsed),
+            ms(raw_elapsed),
+            elapsed / raw_elapsed,
+            Target("<", 0.030, "< 30 ms"),
+            checked=elapsed,
+        )
+    )
+    opened, raw_opened = repeated(
+        sizes.seed_repeats, measured_in_scratch(open_time), measured_in_scratch(raw_open_time)
+    )
+    report.add(
+        Row("of which: open a new database", ms(opened), ms(raw_opened), opened / raw_opened)
+    )
+    report.add(Row("total time, first run in the process (cold)", ms(cold)))
+    report.add(
+        Row(
+            "size on disk after close" + (" (-wal included)" if disk.wal else ""),
+            size(disk.total),
+            size(raw_disk.total),
+            disk.total / raw_disk.total,
+            Target("<", SEED_COMPETITOR_BYTES, "< 68 KiB"),
+            checked=disk.total,
+        )
+    )
+    if disk.wal or raw_disk.wal:
+        report.add(
+            Row(
+                "size after wal_checkpoint(TRUNCATE)",
+                size(disk.checkpointed),
+                size(raw_disk.checkpointed),
+                disk.checkpointed / raw_disk.checkpointed,
+            )
+        )
+    report.note(
+        f"seed size: {disk.total:,} B ({'no' if not disk.wal else size(disk.wal)} -wal left "
+        f"after close); {page_usage_of_seed()}"
+    )
+
+
+def page_usage_of_seed() -> str:
+    """Page usage of a database after the seed workload."""
+    with scratch() as directory:
+        seed_rewinddb(directory)
+        return page_usage(directory / "rewind.sqlite3")
+
+
+# -- 2. fork cost ----------------------------------------------------------------
+
+
+def populated(directory: Path, keys: int, batch: int = 100) -> rewinddb.Database:
+    """A database with ``keys`` keys on default, written ``batch`` keys per version."""
+    db = rewinddb.open(directory)
+    for start in range(0, keys, batch):
+        with db.transaction():
+            for i in range(start, min(keys, start + batch)):
+                db.kv.put(f"key-{i:05d}", {"i": i})
+    return db
+
+
+def measure_fork(sizes: Sizes, report: Report) -> None:
+    with scratch() as small_dir, scratch() as big_dir:
+        small, big = populated(small_dir, sizes.few), populated(big_dir, sizes.fork_keys)
+        try:
+            expect(len(big.kv.keys()), sizes.fork_keys, "keys on the big source")
+            names = itertools.count()
+
+            def fork_of(db: rewinddb.Database) -> Callable[[], Any]:
+                return lambda: db.branches.fork("default", f"fork-{next(names)}")
+
+            t_small, t_big = interleaved(sizes.point_calls, fork_of(small), fork_of(big))
+        finally:
+            small.close()
+            big.close()
+    report.section(f"2. fork cost (median of {sizes.point_calls} single forks)")
+    report.add(
+        Row(
+            f"fork of a {sizes.fork_keys:,}-key source vs {sizes.few} keys",
+            us(t_big),
+            us(t_small),
+            t_big / t_small,
+            Target("<=", 1.5, "<= 1.5"),
+        )
+    )
+
+
+# -- 3. as_of reads against history length ---------------------------------------
+
+
+def measure_history(sizes: Sizes, report: Report) -> None:
+    with scratch() as directory:
+        db = rewinddb.open(directory)
+        try:
+            short = [db.kv.put("short", {"n": i}) for i in range(sizes.few)]
+            long = [db.kv.put("long", {"n": i}) for i in range(sizes.history)]
+            mid_short, mid_long = len(short) // 2, len(long) // 2
+            expect(db.kv.get("short", as_of=short[mid_short]), {"n": mid_short}, "short key")
+            expect(db.kv.get("long", as_of=long[mid_long]), {"n": mid_long}, "long key")
+            t_short, t_long = interleaved(
+                sizes.point_calls,
+                lambda: db.kv.get("short", as_of=short[mid_short]),
+                lambda: db.kv.get("long", as_of=long[mid_long]),
+            )
+        finally:
+            db.close()
+    report.section(f"3. kv.get(key, as_of=middle version) (median of {sizes.point_calls} reads)")
+    report.add(
+        Row(
+            f"key with {sizes.history:,} versions vs {sizes.few}",
+            us(t_long),
+            us(t_short),
+            t_long / t_short,
+            Target("<=", 2, "<= 2"),
+        )
+    )
+
+
+# -- 4. storage of a growing list ------------------------------------------------
+
+
+def chat_item(i: int, nbytes: int) -> dict[str, Any]:
+    """A chat message whose canonical JSON encoding is exactly ``nbytes`` bytes."""
+    message: dict[str, Any] = {"i": i, "role": "user" if i % 2 else "assistant", "text": ""}
+    pad = nbytes - len(orjson.dumps(message, option=orjson.OPT_SORT_KEYS))
+    message["text"] = "".join(random.Random(i).choices(string.ascii_letters + " ", k=pad))
+    return message
+
+
+def encoded_list_bytes(items: int, item_bytes: int) -> int:
+    """Bytes of the compact JSON encoding of a list of ``items`` items: '[' a,b,... ']'."""
+    return 2 + items * item_bytes + items - 1
+
+
+def measure_storage(sizes: Sizes, report: Report) -> None:
+    n, item_bytes = sizes.list_versions, sizes.item_bytes
+    items = [chat_item(i, item_bytes) for i in range(n)]
+    expect(len(orjson.dumps(items[:3])), encoded_list_bytes(3, item_bytes), "list encoding")
+    naive = sum(encoded_list_bytes(k, item_bytes) for k in range(1, n + 1))
+    with scratch() as directory:
+        db = rewinddb.open(directory)
+        try:
+            grown: list[dict[str, Any]] = []
+
+            def write_all() -> list[int]:
+                versions = []
+                for item in items:
+                    grown.append(item)
+                    versions.append(db.json.set("chat", "$", grown))
+                return versions
+
+            with gc_paused():
+                start = time.perf_counter()
+                versions = write_all()
+                write_time = time.perf_counter() - start
+            picks = {count: versions[count - 1] for count in (sizes.few, n // 2, n)}
+            for count, version in picks.items():
+                expect(len(db.json.get("chat", as_of=version)), count, f"version {version}")
+            early, middle, latest = interleaved(
+                sizes.list_reads,
+                *(lambda v=version: db.json.get("chat", as_of=v) for version in picks.values()),
+            )
+        finally:
+            db.close()
+        disk = disk_size(directory)
+
+    report.section(
+        f"4. {n:,} versions of a list growing by a {item_bytes} B item, json.set whole "
+        "(baseline: each version whole)"
+    )
+    report.add(
+        Row(
+            "size on disk after close" + (" (-wal included)" if disk.wal else ""),
+            size(disk.total),
+            size(naive),
+            disk.total / naive,
+            Target("<", 2 * MIB, "< 2 MiB"),
+            checked=disk.total,
+        )
+    )
+    if disk.wal:
+        report.add(Row("size after wal_checkpoint(TRUNCATE)", size(disk.checkpointed)))
+    report.add(Row("json.set of the whole list, mean per version", ms(write_time / n)))
+    count_early, count_middle, count_latest = picks
+    read_rows = ((count_early, early), (count_middle, middle), (count_latest, latest))
+    for count, seconds in read_rows:
+        report.add(
+            Row(
+                f"read version {picks[count]} ({count:,} items): time (per item)",
+                f"{ms(seconds)} ({us(seconds / count)})",
+            )
+        )
+    report.add(
+        Row(
+            f"read version {picks[count_middle]} vs the latest, time",
+            ms(middle),
+            ms(latest),
+            middle / latest,
+        )
+    )
+    per_middle, per_latest = middle / count_middle, latest / count_latest
+    report.add(
+        Row(
+            f"read version {picks[count_middle]} vs the latest, per item",
+            us(per_middle),
+            us(per_latest),
+            per_middle / per_latest,
+            Target("<=", 1.5, "<= 1.5"),
+        )
+    )
+    report.note(
+        f"storage: the latest version alone encodes to {size(encoded_list_bytes(n, item_bytes))}"
+        f"; storing every version whole would take {naive:,} B ({size(naive)})"
+    )
+
+
+# -- 5 and 6. commits per second -------------------------------------------------
+
+
+def rewinddb_rate(directory: Path, durability: str, n: int, write: str) -> float:
+    """Single-write commits per second on a fresh database: ``kv`` puts or ``events``."""
+    db = rewinddb.open(directory, durability=durability)
+    try:
+
+        def put_many() -> None:
+            for i in range(n):
+                db.kv.put(f"key-{i % 100}", {"n": i})
+
+        def append_many() -> None:
+            for i in range(n):
+                db.events.append("tick", {"n": i})
+
+        return n / timed(put_many if write == "kv" else append_many)
+    finally:
+        db.close()
+
+
+def measure_commits(sizes: Sizes, report: Report) -> None:
+    normal_put, normal_append, normal_raw = repeated(
+        sizes.repeats,
+        measured_in_scratch(lambda d: rewinddb_rate(d, "normal", sizes.commits, "kv")),
+        measured_in_scratch(lambda d: rewinddb_rate(d, "normal", sizes.commits, "events")),
+        measured_in_scratch(lambda d: raw_insert_rate(d, SYNCHRONOUS["normal"], sizes.commits)),
+    )
+    full_put, full_raw = repeated(
+        sizes.repeats,
+        measured_in_scratch(lambda d: rewinddb_rate(d, "full", sizes.full_commits, "kv")),
+        measured_in_scratch(lambda d: raw_insert_rate(d, SYNCHRONOUS["full"], sizes.full_commits)),
+    )
+    report.section(
+        "5. single-write commits/s (baseline: raw single-row INSERT commits, same WAL "
+        f"and synchronous; median of {sizes.repeats} runs)"
+    )
+    for label, put, raw, n in (
+        ('kv.put, durability="normal" (WAL, NORMAL)', normal_put, normal_raw, sizes.commits),
+        ('kv.put, durability="full" (WAL, FULL)', full_put, full_raw, sizes.full_commits),
+    ):
+        report.add(
+            Row(
+                f"{label}, {n:,} commits",
+                rate(put),
+                rate(raw),
+                put / raw,
+                Target(">=", 0.25, ">= 0.25"),
+            )
+        )
+    report.section("6. events and fork depth")
+    report.add(
+        Row(
+            f'events.append, durability="normal", {sizes.commits:,} appends',
+            rate(normal_append),
+            rate(normal_raw),
+            normal_append / normal_raw,
+            Target(">=", 0.25, ">= 0.25"),
+        )
+    )
+
+
+# -- 6. as_of reads against fork depth -------------------------------------------
+
+
+def measure_depth(sizes: Sizes, report: Report) -> None:
+    with scratch() as directory:
+        db = rewinddb.open(directory)
+        try:
+            db.kv.put("target", {"found": True})
+            parent = "default"
+            for level in range(1, sizes.depth + 1):
+                name = f"level-{level}"
+                db.branches.fork(parent, name)
+                db.at(name).kv.put(f"note-{level}", level)  # each fork at its own version
+                parent = name
+            deep, version = db.at(parent), db.version
+            expect(deep.kv.get("target", as_of=version), {"found": True}, "deep read")
+            t_default, t_deep = interleaved(
+                sizes.point_calls,
+                lambda: db.kv.get("target", as_of=version),
+                lambda: deep.kv.get("target", as_of=version),
+            )
+        finally:
+            db.close()
+    report.add(
+        Row(
+            f"kv.get(as_of) on a branch {sizes.depth} forks deep vs on default",
+            us(t_deep),
+            us(t_default),
+            t_deep / t_default,
+        )
+    )
+
+
+# -- main ------------------------------------------------------------------------
+
+
+def load_average() -> str:
+    """The 1-minute load average at the start (a busy machine slows every figure)."""
+    try:
+        return f"{os.getloadavg()[0]:.2f}"
+    except OSError:  # not available on this platform
+        return "unknown"
+
+
+def describe_machine(argv: list[str]) -> str:
+    """The command, and the versions and machine the figures were measured on."""
+    command = shlex.join([os.path.relpath(sys.executable), *argv])
+    return "\n".join(
+        [
+            f"command:  {command}",
+            f"python:   {platform.python_version()} ({platform.python_implementation()})",
+            f"sqlite:   {sqlite3.sqlite_version} (module sqlite3)",
+            f"rewinddb: {rewinddb.__version__}, orjson {orjson.__version__}",
+            f"machine:  {platform.platform()}, {os.cpu_count()} CPUs, "
+            f"load {load_average()}, temp dir {tempfile.gettempdir()}",
+        ]
+    )
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a fast smoke run, smaller sizes")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    sizes = QUICK_RUN if args.quick else FULL_RUN
+    print(describe_machine([sys.argv[0], *argv]))
+    print(f"run:      {'quick (small sizes, targets indicative only)' if args.quick else 'full'}")
+    print()
+    started = time.perf_counter()
+    report = Report()
+    measure_seed(sizes, report)
+    measure_fork(sizes, report)
+    measure_history(sizes, report)
+    measure_storage(sizes, report)
+    measure_commits(sizes, report)
+    measure_depth(sizes, report)
+    print(report.render())
+    print(f"\nmeasured in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

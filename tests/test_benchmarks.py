@@ -1,0 +1,22 @@
+"""The benchmark scripts keep running (a quick smoke run; no timing is asserted)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_core_benchmark_quick_run() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "core.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    for figure in ("ten forks", "fork of a 10,000-key source", "kv.put", "events.append"):
+        assert figure in result.stdout, figure
