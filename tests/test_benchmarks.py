@@ -18,5 +18,5 @@ def test_core_benchmark_quick_run() -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    for figure in ("ten forks", "fork of a", "kv.put", "events.append"):
+    for figure in ("10 forks, 20 writes", "fork of a", "kv.put", "events.append"):
         assert figure in result.stdout, figure
