@@ -41,8 +41,11 @@ from .errors import (
     ReadOnlyError,
     RewindError,
 )
+from .events import EventLogDiff, Verification, diff_event_logs
 from .merge import MergeChange, MergeConflict, MergeReceipt
 from .models import Branch, Commit, Event, EventItem, HistoryEntry
+from .state import State, Transition
+from .transfer import ImportFormatError, TransferCounts
 
 __version__ = "0.1.0"
 
@@ -61,9 +64,11 @@ __all__ = [
     "Diff",
     "Event",
     "EventItem",
+    "EventLogDiff",
     "EventNotFound",
     "HistoryEntry",
     "HistoryUnavailableError",
+    "ImportFormatError",
     "InvalidInputError",
     "InvalidJSONPathError",
     "InvalidValueError",
@@ -76,6 +81,11 @@ __all__ = [
     "Point",
     "ReadOnlyError",
     "RewindError",
+    "State",
+    "TransferCounts",
+    "Transition",
+    "Verification",
     "__version__",
+    "diff_event_logs",
     "open",
 ]

@@ -29,9 +29,8 @@ Path = tuple[str, ...]
 Ref = tuple[Path, int, int]  # (object path, array id, length)
 
 
-def _prefix_hashes(items: list[bytes]) -> list[bytes]:
+def _prefix_hashes(items: list[bytes], previous: bytes = b"") -> list[bytes]:
     hashes = []
-    previous = b""
     for item in items:
         previous = hashlib.blake2b(previous + item, digest_size=16).digest()
         hashes.append(previous)
@@ -119,6 +118,22 @@ class SharedArrays:
         self.conn.executemany(
             "INSERT INTO rewind_seq_items (seq_id, idx, item, prefix_hash) VALUES (?, ?, ?, ?)",
             [(seq, i, encoded[i], hashes[i]) for i in range(start, len(encoded))],
+        )
+
+    # -- import ------------------------------------------------------------------
+
+    def create(self, base: int | None, base_len: int) -> int:
+        """A new, empty array on top of ``base``'s first ``base_len`` items."""
+        return self._new_seq(base, base_len)
+
+    def append_items(self, seq: int, start: int, encoded: list[bytes]) -> None:
+        """Store ``encoded`` items at ``start``... of ``seq`` (their prefix hashes continue
+        the array's)."""
+        previous = self._prefix_hash(seq, start - 1) if start else b""
+        hashes = _prefix_hashes(encoded, previous or b"")
+        self.conn.executemany(
+            "INSERT INTO rewind_seq_items (seq_id, idx, item, prefix_hash) VALUES (?, ?, ?, ?)",
+            [(seq, start + i, item, hashes[i]) for i, item in enumerate(encoded)],
         )
 
     def _own_length(self, seq: int) -> int:

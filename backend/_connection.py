@@ -155,6 +155,22 @@ class Connection:
         return self._depth > 0
 
     @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A read transaction: every statement inside sees the same committed state."""
+        with self.lock:
+            self.check_open()
+            if self._depth:
+                yield
+                return
+            self._raw.execute("BEGIN")
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+                self._raw.execute("COMMIT")
+
+    @contextmanager
     def write(self) -> Iterator[None]:
         """An atomic write: the outermost level is a transaction, inner ones savepoints.
 

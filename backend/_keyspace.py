@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._engine import MISSING, AsOf, Engine, check_name, check_text
+from ._engine import MISSING, AsOf, Engine, WriteContext, check_name, check_text
+from .diff import same
 from .models import HistoryEntry, from_micros
 
 
@@ -57,26 +58,51 @@ class KeySpace:
                     result[key] = value
             return result
 
-    def history(self, key: str, *, as_of: AsOf = None) -> list[HistoryEntry]:
-        """Every version of ``key`` this branch sees, oldest first (deletions included)."""
-        check_name(key, "key")
+    def _replace_all(self, write: WriteContext, values: dict[str, Any]) -> bool:
+        """Within ``write``, make this space hold exactly ``values`` (validated already):
+        delete the other keys, skip keys that already hold their value. True if anything
+        changed."""
         engine = self._engine
+        current = self.items(as_of=engine.clock())
+        changes = {key: MISSING for key in current if key not in values}
+        changes.update(
+            (key, value)
+            for key, value in values.items()
+            if not same(current.get(key, MISSING), value)
+        )
+        for key in sorted(changes):
+            engine.write_value(write, self.space, key, changes[key], validated=True)
+        return bool(changes)
+
+    def _history(self, key: str | None, as_of: AsOf) -> list[HistoryEntry]:
+        """Every write of ``key`` (of every key if None) this branch sees, oldest first."""
+        if key is not None:
+            check_name(key, "key")
+        engine = self._engine
+        sql = (
+            "SELECT e.key, e.kind, e.body, e.refs, e.version, e.trigger, c.ts "
+            "FROM rewind_entries e JOIN rewind_commits c ON c.version = e.version "
+            "WHERE e.branch_id = ? AND e.space = ? AND e.version <= ?"
+        )
+        if key is not None:
+            sql += " AND e.key = ?"
+        sql += " ORDER BY e.version, e.key"
         with engine.conn.lock:
             record = engine.branch(self._branch)
             version = engine.resolve_as_of(record, as_of)
             entries: list[HistoryEntry] = []
             for branch_id, cap in reversed(engine.lineage(record, version)):
                 name = engine.branch_by_id(branch_id).name
-                for kind, body, refs, entry_version, trigger, ts in engine.conn.fetchall(
-                    "SELECT e.kind, e.body, e.refs, e.version, e.trigger, c.ts "
-                    "FROM rewind_entries e JOIN rewind_commits c ON c.version = e.version "
-                    "WHERE e.branch_id = ? AND e.space = ? AND e.key = ? AND e.version <= ? "
-                    "ORDER BY e.version",
-                    (branch_id, self.space, key, cap),
+                params: tuple[object, ...] = (branch_id, self.space, cap)
+                if key is not None:
+                    params += (key,)
+                for entry_key, kind, body, refs, entry_version, trigger, ts in engine.conn.fetchall(
+                    sql, params
                 ):
                     value = engine.decode(kind, body, refs)
                     entries.append(
                         HistoryEntry(
+                            key=entry_key,
                             version=entry_version,
                             timestamp=from_micros(ts),
                             value=None if value is MISSING else value,

@@ -7,6 +7,7 @@ from typing import Any
 
 from ._engine import DEFAULT_BRANCH, AsOf, Engine, check_name, now_micros
 from .errors import BranchExistsError, InvalidInputError
+from .events import Events
 from .merge import MergeReceipt, merge_branches
 from .models import Branch, from_micros
 
@@ -39,16 +40,25 @@ class Branches:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
-    def fork(self, source: str, name: str, *, at: AsOf = None) -> Branch:
-        """Create branch ``name`` from ``source`` as of ``at`` (default: its head).
+    def fork(
+        self, source: str, name: str, *, at: AsOf = None, at_event: int | None = None
+    ) -> Branch:
+        """Create branch ``name`` from ``source`` as of ``at`` (default: its head), or as of
+        the event with sequence ``at_event`` (the new branch holds the log up to and
+        including it, and the state as it was right after it).
 
         O(1): one row is inserted, whatever the size of the state.
         """
         check_name(name, "branch")
+        if at is not None and at_event is not None:
+            raise InvalidInputError("give at= or at_event=, not both", code="invalid.fork")
         engine = self._engine
         with engine.conn.write():
             record = engine.branch(source)
-            version = engine.resolve_as_of(record, at)
+            if at_event is not None:
+                version = self._event_version(source, at_event)
+            else:
+                version = engine.resolve_as_of(record, at)
             if engine.conn.fetchone(
                 "SELECT 1 FROM rewind_branches WHERE name = ? AND deleted_at IS NULL", (name,)
             ):
@@ -62,6 +72,18 @@ class Branches:
                 (name, record.id, version, now_micros()),
             )
             return self.get(name)
+
+    def _event_version(self, source: str, sequence: int) -> int:
+        """The version a fork at event ``sequence`` of ``source`` is taken at."""
+        events = Events(self._engine, source)
+        version = events.get(sequence).version
+        if events.length(as_of=version) != sequence + 1:
+            raise InvalidInputError(
+                f"event {sequence} of {source!r} was appended in one version together with "
+                "the events after it (a merge); fork at the last of them instead",
+                code="invalid.fork",
+            )
+        return version
 
     def get(self, name: str) -> Branch:
         """The branch called ``name``; ``BranchNotFound`` if it does not exist."""

@@ -1,11 +1,13 @@
-"""The ``rewinddb`` command: look at a database's branches, logs, state and diffs.
+"""The ``rewinddb`` command: look at a database's branches, logs, state and diffs, and
+move its history between databases (``export`` / ``import``).
 
-Every command opens the database read-only and takes ``--json`` for machine output.
+The viewing commands open the database read-only and take ``--json`` for machine output.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from datetime import datetime
@@ -13,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from ._progress import Progress
 from ._values import jsonable
 from .database import open as open_database
 from .errors import RewindError
@@ -108,6 +111,30 @@ def cmd_diff(args: argparse.Namespace) -> None:
             print(diff.to_text())
 
 
+def cmd_export(args: argparse.Namespace) -> None:
+    with open_database(args.path, readonly=True) as db:
+        progress = Progress("exporting", 0, "records")
+        out = sys.stdout.buffer if args.output == "-" else open(args.output, "wb")  # noqa: SIM115
+        try:
+            counts = db.export_jsonl(out, branches=args.branch or None, progress=progress)
+        finally:
+            if out is not sys.stdout.buffer:
+                out.close()
+        print(f"exported {counts}", file=sys.stderr)
+
+
+def cmd_import(args: argparse.Namespace) -> None:
+    source = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")  # noqa: SIM115
+    try:
+        size = os.fstat(source.fileno()).st_size if source is not sys.stdin.buffer else 0
+        with open_database(args.path) as db:
+            counts = db.import_jsonl(source, progress=Progress("importing", size, "bytes"))
+        print(f"imported {counts} into {args.path}", file=sys.stderr)
+    finally:
+        if source is not sys.stdin.buffer:
+            source.close()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rewinddb", description="Inspect a rewinddb database (read-only)."
@@ -138,6 +165,24 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("b", help="the branch to diff to")
     diff.add_argument("--as-of-a", type=_as_of, help="version (or datetime) of A")
     diff.add_argument("--as-of-b", type=_as_of, help="version (or datetime) of B")
+    export = commands.add_parser(
+        "export",
+        help="Write the history as JSON Lines (to stdout by default).",
+        description="Write the history as JSON Lines: branches, commits, values and events.",
+    )
+    export.add_argument("path", help="the database directory")
+    export.add_argument("--branch", action="append", help="only this branch (repeatable)")
+    export.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
+    export.set_defaults(handler=cmd_export)
+
+    load = commands.add_parser(
+        "import",
+        help="Rebuild an exported history in a new database.",
+        description="Rebuild an exported history in a database with no history yet.",
+    )
+    load.add_argument("path", help="the database directory (created if missing)")
+    load.add_argument("file", help="the .jsonl export ('-' for stdin)")
+    load.set_defaults(handler=cmd_import)
     return parser
 
 
@@ -148,6 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RewindError as error:
         print(f"rewinddb: error: {error}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # the reader went away (``| head``): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

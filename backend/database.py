@@ -4,21 +4,25 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import IO, Any
 
 from ._connection import DB_FILENAME, Connection
-from ._engine import DEFAULT_BRANCH, AsOf, Engine, now_micros
+from ._engine import DEFAULT_BRANCH, AsOf, Engine, check_name, now_micros
+from ._progress import Progress
+from ._values import validate
 from .branches import Branches
 from .diff import Diff, diff_points
 from .documents import Documents
-from .errors import NotADatabaseError, NotFoundError, RewindError
+from .errors import InvalidInputError, NotADatabaseError, NotFoundError, RewindError
 from .events import Events
 from .kv import KV
 from .models import Branch, Commit, from_micros
+from .state import State
+from .transfer import TransferCounts, export_jsonl, import_jsonl
 
 
 class _Primitives:
@@ -30,6 +34,7 @@ class _Primitives:
         self.kv = KV(db._engine, branch)
         self.json = Documents(db._engine, branch)
         self.events = Events(db._engine, branch)
+        self.state = State(db._engine, branch)
 
     @contextmanager
     def transaction(
@@ -44,7 +49,8 @@ class _Primitives:
         return self._db.branches.get(self.branch)
 
     def snapshot(self, *, as_of: AsOf = None) -> dict[str, Any]:
-        """All state of the branch at ``as_of``: ``{"kv": {...}, "json": {...}}``."""
+        """All state of the branch at ``as_of``:
+        ``{"version": v, "kv": {...}, "json": {...}, "state": {...}}``."""
         engine = self._db._engine
         with engine.conn.lock:
             record = engine.branch(self.branch)
@@ -53,7 +59,29 @@ class _Primitives:
                 "version": version,
                 "kv": self.kv.items(as_of=version),
                 "json": self.json.items(as_of=version),
+                "state": self.state.items(as_of=version),
             }
+
+    def restore(self, snapshot: Mapping[str, Any], *, trigger: str | None = None) -> int | None:
+        """Make the branch's kv, json and state equal to ``snapshot`` (from ``snapshot()``)
+        as one new version; None if they already are. The event log is not touched."""
+        spaces = ((self.kv, True), (self.json, False), (self.state, True))
+        if not isinstance(snapshot, Mapping) or any(
+            not isinstance(snapshot.get(space.space), Mapping) for space, _ in spaces
+        ):
+            raise InvalidInputError(
+                "restore takes a snapshot: a dict with 'kv', 'json' and 'state' dicts "
+                "(from view.snapshot())",
+                code="invalid.snapshot",
+            )
+        for space, allow_bytes in spaces:
+            for key, value in snapshot[space.space].items():
+                check_name(key, "key")
+                validate(value, allow_bytes=allow_bytes)
+        with self._db._engine.writing(self.branch, trigger) as write:
+            for space, _ in spaces:
+                space._replace_all(write, dict(snapshot[space.space]))
+            return write.version
 
 
 class BranchView(_Primitives):
@@ -121,6 +149,24 @@ class Database(_Primitives):
             version_a = engine.resolve_as_of(record_a, as_of_a)
             version_b = engine.resolve_as_of(record_b, as_of_b)
             return diff_points(engine, record_a, version_a, record_b, version_b)
+
+    def export_jsonl(
+        self,
+        out: IO[bytes],
+        *,
+        branches: Sequence[str] | None = None,
+        progress: Progress | None = None,
+    ) -> TransferCounts:
+        """Write the history (of ``branches`` and their ancestors; default: all) to ``out``
+        as JSON Lines (see ``rewinddb.transfer``)."""
+        return export_jsonl(self._engine, out, branches=branches, progress=progress)
+
+    def import_jsonl(
+        self, lines: Iterable[bytes], *, progress: Progress | None = None
+    ) -> TransferCounts:
+        """Rebuild an exported history here (a database with no history yet), all or
+        nothing: same versions, same answers for every ``as_of`` read, same hashes."""
+        return import_jsonl(self._engine, lines, progress=progress)
 
     @property
     def version(self) -> int:

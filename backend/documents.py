@@ -8,6 +8,7 @@ from . import jsonpath
 from ._engine import MISSING, AsOf, check_name
 from ._keyspace import KeySpace
 from ._values import validate
+from .models import HistoryEntry
 
 
 class Documents(KeySpace):
@@ -61,3 +62,7 @@ class Documents(KeySpace):
             if not removed:
                 return None
             return engine.write_value(write, self.space, key, document, validated=True)
+
+    def history(self, key: str, *, as_of: AsOf = None) -> list[HistoryEntry]:
+        """Every version of ``key`` this branch sees, oldest first (deletions included)."""
+        return self._history(key, as_of)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 from ._engine import AsOf, BranchRecord, Engine, check_name
@@ -84,6 +85,66 @@ def append_event(
         (record.id, sequence, event_type, payload_bytes, commit_version, ts, digest),
     )
     return sequence, digest
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The result of ``events.verify()``."""
+
+    ok: bool
+    checked: int
+    first_bad: int | None
+    """The first sequence that does not match (None when ``ok``)."""
+    reason: str | None
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+@dataclass(frozen=True)
+class EventLogDiff:
+    """Where two event logs diverge: the shared prefix and what each has after it."""
+
+    common_prefix: int
+    only_a: list[Event]
+    only_b: list[Event]
+
+    @property
+    def identical(self) -> bool:
+        return not self.only_a and not self.only_b
+
+
+def diff_event_logs(a: Any, b: Any) -> EventLogDiff:
+    """Compare two logs (branch views, ``events`` objects, or lists of events/items).
+
+    Events are compared by their chained hash, so equal prefixes are exactly equal
+    histories (same types, payloads, versions and order).
+    """
+    events_a, events_b = _as_events(a), _as_events(b)
+    common = 0
+    for left, right in zip(events_a, events_b, strict=False):
+        if left.hash != right.hash:
+            break
+        common += 1
+    return EventLogDiff(common, events_a[common:], events_b[common:])
+
+
+def _as_events(log: Any) -> builtins.list[Event]:
+    log = getattr(log, "events", log)
+    if isinstance(log, Events):
+        log = log.list()
+    if not isinstance(log, (builtins.list, tuple)):
+        raise InvalidInputError(
+            "diff_event_logs compares branch views, view.events, or lists of events",
+            code="invalid.event_log",
+        )
+    events = []
+    for item in log:
+        event = getattr(item, "event", item)
+        if not isinstance(event, Event):
+            raise InvalidInputError(f"not an event: {item!r}", code="invalid.event_log")
+        events.append(event)
+    return events
 
 
 class Events:
@@ -221,6 +282,36 @@ class Events:
             record = engine.branch(self._branch)
             last = last_event(engine, record, engine.resolve_as_of(record, as_of))
             return last[0] + 1 if last else 0
+
+    def verify(self, *, as_of: AsOf = None) -> Verification:
+        """Recompute the hash chain of the whole log (ancestors' events included).
+
+        Reports how many events were checked and the first sequence whose stored hash, or
+        whose place in the sequence, does not match: an edited payload, type or version,
+        or a removed or reordered event.
+        """
+        engine = self._engine
+        with engine.conn.lock:
+            record = engine.branch(self._branch)
+            version = engine.resolve_as_of(record, as_of)
+            previous, expected, checked = "", 0, 0
+            for branch_id, cap in reversed(engine.lineage(record, version)):
+                cursor = engine.conn.execute(
+                    "SELECT sequence, event_type, version, payload, hash FROM rewind_events "
+                    "WHERE branch_id = ? AND version <= ? ORDER BY version, sequence",
+                    (branch_id, cap),
+                )
+                for sequence, event_type, event_version, payload, digest in cursor:
+                    checked += 1
+                    if sequence != expected:
+                        return Verification(False, checked, expected, "sequence gap")
+                    recomputed = event_hash(
+                        previous, sequence, event_type, event_version, bytes(payload)
+                    )
+                    if recomputed != digest:
+                        return Verification(False, checked, sequence, "hash mismatch")
+                    previous, expected = digest, expected + 1
+            return Verification(True, checked, None, None)
 
     def __len__(self) -> int:
         return self.length()

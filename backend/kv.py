@@ -6,6 +6,7 @@ from typing import Any
 
 from ._engine import MISSING, AsOf, check_name
 from ._keyspace import KeySpace
+from .models import HistoryEntry
 
 
 class KV(KeySpace):
@@ -36,3 +37,7 @@ class KV(KeySpace):
             if engine.read_value(write.branch, engine.clock(), self.space, key) is MISSING:
                 return None
             return engine.write_value(write, self.space, key, MISSING)
+
+    def history(self, key: str, *, as_of: AsOf = None) -> list[HistoryEntry]:
+        """Every version of ``key`` this branch sees, oldest first (deletions included)."""
+        return self._history(key, as_of)

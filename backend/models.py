@@ -89,6 +89,7 @@ class EventItem:
 class HistoryEntry:
     """One written version of a key or document (``deleted`` for a deletion)."""
 
+    key: str
     version: int
     timestamp: datetime
     value: Any

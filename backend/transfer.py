@@ -1,0 +1,502 @@
+"""Export a database's history as JSON Lines, and import it into another database.
+
+The file holds everything needed to rebuild the same history: branches (with their fork
+points), the shared arrays, commits, every written value and every event, with their
+original version numbers, so every ``as_of`` read gives the same answer and every event
+hash is the same. Records, one JSON object a line, in this order::
+
+    {"type": "header", "format": "rewinddb-export", "format_version": 1, ...}
+    {"type": "branch", "id", "name", "parent", "forked_at", "created_at", "deleted_at"}
+    {"type": "array", "id", "base", "base_len"}          shared array storage
+    {"type": "items", "array", "start", "items": [...]}
+    {"type": "commit", "version", "branch", "ts", "trigger", "message", "merge_branch", ...}
+    {"type": "entry", "branch", "space", "key", "version", "kind", "trigger", "value", ...}
+    {"type": "event", "branch", "sequence", "version", "event_type", "ts", "hash", "payload"}
+    {"type": "end", "counts": {...}}
+
+Both directions stream: export reads with cursors and writes line by line; import reads
+line by line inside one transaction, so a bad file (broken hash chain, unknown record,
+existing branch, truncated) fails with a clear error and writes nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import IO, Any
+
+import orjson
+
+from ._engine import DEFAULT_BRANCH, KIND_BYTES, KIND_DELETED, KIND_JSON, Engine
+from ._progress import Progress
+from ._schema import SCHEMA_VERSION
+from ._values import dumps
+from .errors import BranchExistsError, RewindError
+from .events import event_hash, last_event
+
+FORMAT = "rewinddb-export"
+FORMAT_VERSION = 1
+_ITEMS_PER_LINE = 256
+_KINDS = {KIND_JSON: "json", KIND_BYTES: "bytes", KIND_DELETED: "deleted"}
+_SECTIONS = ("branch", "array", "items", "commit", "entry", "event")
+
+
+class ImportFormatError(RewindError):
+    """The file is not a valid rewinddb export (says which line and why)."""
+
+    code = "invalid.import"
+
+
+@dataclass
+class TransferCounts:
+    """How many records of each type were exported or imported."""
+
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_SECTIONS, 0))
+    branches: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        names = {
+            "branch": "branches",
+            "array": "arrays",
+            "items": "array chunks",
+            "commit": "commits",
+            "entry": "values",
+            "event": "events",
+        }
+        return ", ".join(f"{n:,} {names[kind]}" for kind, n in self.counts.items() if n)
+
+
+def _line(record: dict[str, Any], raw_field: str | None = None, raw: bytes = b"") -> bytes:
+    """One JSON line; ``raw`` (already canonical JSON) is spliced in as ``raw_field``."""
+    data = orjson.dumps(record)
+    if raw_field is not None:
+        data = data[:-1] + b',"' + raw_field.encode() + b'":' + raw + b"}"
+    return data + b"\n"
+
+
+# -- export -------------------------------------------------------------------
+
+
+def export_jsonl(
+    engine: Engine,
+    out: IO[bytes],
+    *,
+    branches: Sequence[str] | None = None,
+    progress: Progress | None = None,
+) -> TransferCounts:
+    """Write the history of ``branches`` (default: all, deleted ones included) to ``out``."""
+    conn = engine.conn
+    with conn.lock, conn.snapshot():
+        ids = _exported_branch_ids(engine, branches)
+        marks = ",".join("?" * len(ids))
+        params = tuple(sorted(ids))
+        result = TransferCounts()
+        if progress is not None:
+            progress.total = sum(
+                conn.fetchone(f"SELECT count(*) FROM {table} WHERE branch_id IN ({marks})", params)[
+                    0
+                ]
+                for table in ("rewind_commits", "rewind_entries", "rewind_events")
+            )
+
+        def emit(kind: str, line: bytes) -> None:
+            out.write(line)
+            result.counts[kind] += 1
+            if progress is not None and kind in ("commit", "entry", "event"):
+                progress.advance()
+
+        out.write(
+            _line(
+                {
+                    "type": "header",
+                    "format": FORMAT,
+                    "format_version": FORMAT_VERSION,
+                    "schema": SCHEMA_VERSION,
+                    "clock": engine.clock(),
+                    "exported_at": datetime.now(timezone.utc).isoformat(),
+                }
+            )
+        )
+        for row in conn.fetchall(
+            "SELECT id, name, parent_id, forked_at, created_at, deleted_at FROM "
+            f"rewind_branches WHERE id IN ({marks}) ORDER BY id",
+            params,
+        ):
+            branch_id, name, parent, forked_at, created_at, deleted_at = row
+            emit(
+                "branch",
+                _line(
+                    {
+                        "type": "branch",
+                        "id": branch_id,
+                        "name": name,
+                        "parent": parent,
+                        "forked_at": forked_at,
+                        "created_at": created_at,
+                        "deleted_at": deleted_at,
+                    }
+                ),
+            )
+            if deleted_at is None:
+                result.branches.append(name)
+        for seq, base, base_len in _exported_arrays(engine, marks, params):
+            emit("array", _line({"type": "array", "id": seq, "base": base, "base_len": base_len}))
+            for start, items in _item_chunks(engine, seq):
+                emit(
+                    "items",
+                    b'{"type":"items","array":%d,"start":%d,"items":[%s]}\n'
+                    % (seq, start, b",".join(items)),
+                )
+        for row in _rows(
+            conn.execute(
+                "SELECT version, branch_id, ts, trigger, message, merge_branch_id, merge_version "
+                f"FROM rewind_commits WHERE branch_id IN ({marks}) ORDER BY version",
+                params,
+            )
+        ):
+            version, branch_id, ts, trigger, message, merge_branch, merge_version = row
+            if merge_branch not in ids:  # merged from a branch this export leaves out
+                merge_branch = merge_version = None
+            emit(
+                "commit",
+                _line(
+                    {
+                        "type": "commit",
+                        "version": version,
+                        "branch": branch_id,
+                        "ts": ts,
+                        "trigger": trigger,
+                        "message": message,
+                        "merge_branch": merge_branch,
+                        "merge_version": merge_version,
+                    }
+                ),
+            )
+        for row in _rows(
+            conn.execute(
+                "SELECT branch_id, space, key, version, kind, body, refs, trigger FROM "
+                f"rewind_entries WHERE branch_id IN ({marks}) ORDER BY version, branch_id, space, "
+                "key",
+                params,
+            )
+        ):
+            branch_id, space, key, version, kind, body, refs, trigger = row
+            record = {
+                "type": "entry",
+                "branch": branch_id,
+                "space": space,
+                "key": key,
+                "version": version,
+                "kind": _KINDS[kind],
+                "trigger": trigger,
+            }
+            if refs is not None:
+                record["arrays"] = orjson.loads(bytes(refs))
+            if kind == KIND_JSON:
+                emit("entry", _line(record, "value", bytes(body)))
+            else:
+                if kind == KIND_BYTES:
+                    record["value"] = base64.b64encode(bytes(body)).decode()
+                emit("entry", _line(record))
+        for row in _rows(
+            conn.execute(
+                "SELECT branch_id, sequence, version, event_type, ts, hash, payload FROM "
+                f"rewind_events WHERE branch_id IN ({marks}) ORDER BY version, branch_id, sequence",
+                params,
+            )
+        ):
+            branch_id, sequence, version, event_type, ts, digest, payload = row
+            emit(
+                "event",
+                _line(
+                    {
+                        "type": "event",
+                        "branch": branch_id,
+                        "sequence": sequence,
+                        "version": version,
+                        "event_type": event_type,
+                        "ts": ts,
+                        "hash": digest,
+                    },
+                    "payload",
+                    bytes(payload),
+                ),
+            )
+        out.write(_line({"type": "end", "counts": result.counts}))
+    if progress is not None:
+        progress.close()
+    return result
+
+
+def _rows(cursor: Any) -> Iterator[tuple[Any, ...]]:
+    """Stream a cursor's rows in batches instead of loading them all."""
+    while batch := cursor.fetchmany(1000):
+        yield from batch
+
+
+def _exported_branch_ids(engine: Engine, names: Sequence[str] | None) -> set[int]:
+    if names is None:
+        return {row[0] for row in engine.conn.fetchall("SELECT id FROM rewind_branches")}
+    ids: set[int] = set()
+    for name in names:
+        record = engine.branch(name)
+        ids.update(branch_id for branch_id, _ in engine.lineage(record, 0))
+    return ids
+
+
+def _exported_arrays(
+    engine: Engine, marks: str, params: tuple[int, ...]
+) -> list[tuple[int, int | None, int]]:
+    """The shared arrays the exported entries use, with their bases, oldest first."""
+    wanted: set[int] = set()
+    for (refs,) in _rows(
+        engine.conn.execute(
+            f"SELECT refs FROM rewind_entries WHERE refs IS NOT NULL AND branch_id IN ({marks})",
+            params,
+        )
+    ):
+        wanted.update(seq for _, seq, _ in orjson.loads(bytes(refs)))
+    arrays: dict[int, tuple[int | None, int]] = {}
+    pending = sorted(wanted)
+    while pending:
+        seq = pending.pop()
+        if seq in arrays:
+            continue
+        base, base_len = engine.conn.fetchone(
+            "SELECT base_id, base_len FROM rewind_seqs WHERE id = ?", (seq,)
+        )
+        arrays[seq] = (base, base_len)
+        if base is not None:
+            pending.append(base)
+    return [(seq, *arrays[seq]) for seq in sorted(arrays)]
+
+
+def _item_chunks(engine: Engine, seq: int) -> Iterator[tuple[int, list[bytes]]]:
+    chunk: list[bytes] = []
+    start = None
+    for idx, item in _rows(
+        engine.conn.execute(
+            "SELECT idx, item FROM rewind_seq_items WHERE seq_id = ? ORDER BY idx", (seq,)
+        )
+    ):
+        if start is None:
+            start = idx
+        chunk.append(bytes(item))
+        if len(chunk) == _ITEMS_PER_LINE:
+            yield start, chunk
+            chunk, start = [], None
+    if chunk and start is not None:
+        yield start, chunk
+
+
+# -- import -------------------------------------------------------------------
+
+
+class _Importer:
+    """Applies one export file's records, checking each as it goes."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.branches: dict[int, int] = {}
+        self.arrays: dict[int, int] = {}
+        self.result = TransferCounts()
+        self.line_number = 0
+        self.section = 0
+
+    def fail(self, why: str) -> ImportFormatError:
+        return ImportFormatError(f"line {self.line_number}: {why}", line=self.line_number)
+
+    def branch_id(self, old: Any) -> int:
+        if old not in self.branches:
+            raise self.fail(f"refers to branch id {old!r}, which the file has not defined")
+        return self.branches[old]
+
+    def apply(self, record: dict[str, Any]) -> None:
+        kind = record.get("type")
+        if kind not in _SECTIONS:
+            raise self.fail(f"unknown record type {kind!r}")
+        order = _SECTIONS.index(kind)
+        if order < self.section and not (kind == "array" and self.section == 2):
+            raise self.fail(f"a {kind!r} record after the {_SECTIONS[self.section]!r} records")
+        self.section = max(self.section, order)
+        try:
+            getattr(self, f"apply_{kind}")(record)
+        except (KeyError, TypeError, ValueError) as error:
+            if isinstance(error, RewindError):
+                raise
+            raise self.fail(f"malformed {kind!r} record ({error!r})") from None
+        self.result.counts[kind] += 1
+
+    def apply_branch(self, r: dict[str, Any]) -> None:
+        conn = self.engine.conn
+        name, parent, deleted_at = r["name"], r["parent"], r["deleted_at"]
+        if name == DEFAULT_BRANCH and parent is None and deleted_at is None:
+            self.branches[r["id"]] = self.engine.branch(DEFAULT_BRANCH).id
+            self.result.branches.append(name)
+            return
+        if deleted_at is None and conn.fetchone(
+            "SELECT 1 FROM rewind_branches WHERE name = ? AND deleted_at IS NULL", (name,)
+        ):
+            raise BranchExistsError(
+                f"line {self.line_number}: branch {name!r} already exists in this database; "
+                "nothing was imported",
+                branch=name,
+            )
+        cursor = conn.execute(
+            "INSERT INTO rewind_branches (name, parent_id, forked_at, created_at, deleted_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (
+                name,
+                None if parent is None else self.branch_id(parent),
+                int(r["forked_at"]),
+                int(r["created_at"]),
+                deleted_at,
+            ),
+        )
+        assert cursor.lastrowid is not None
+        self.branches[r["id"]] = cursor.lastrowid
+        if deleted_at is None:
+            self.result.branches.append(name)
+
+    def apply_array(self, r: dict[str, Any]) -> None:
+        base = r["base"]
+        if base is not None and base not in self.arrays:
+            raise self.fail(f"array {r['id']} builds on array {base}, not defined before it")
+        self.arrays[r["id"]] = self.engine.arrays.create(
+            None if base is None else self.arrays[base], int(r["base_len"])
+        )
+
+    def apply_items(self, r: dict[str, Any]) -> None:
+        if r["array"] not in self.arrays:
+            raise self.fail(f"items of array {r['array']}, not defined before them")
+        self.engine.arrays.append_items(
+            self.arrays[r["array"]], int(r["start"]), [dumps(item) for item in r["items"]]
+        )
+
+    def apply_commit(self, r: dict[str, Any]) -> None:
+        merge = r.get("merge_branch")
+        self.engine.conn.execute(
+            "INSERT INTO rewind_commits (version, branch_id, ts, trigger, message, "
+            "merge_branch_id, merge_version) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                int(r["version"]),
+                self.branch_id(r["branch"]),
+                int(r["ts"]),
+                r.get("trigger"),
+                r.get("message"),
+                None if merge is None else self.branch_id(merge),
+                r.get("merge_version"),
+            ),
+        )
+
+    def apply_entry(self, r: dict[str, Any]) -> None:
+        kind = {name: code for code, name in _KINDS.items()}.get(r["kind"])
+        if kind is None:
+            raise self.fail(f"unknown entry kind {r['kind']!r}")
+        body: bytes | None = None
+        refs: bytes | None = None
+        if kind == KIND_JSON:
+            body = dumps(r["value"])
+            if r.get("arrays"):
+                refs = dumps([[path, self._array(seq), n] for path, seq, n in r["arrays"]])
+        elif kind == KIND_BYTES:
+            body = base64.b64decode(r["value"], validate=True)
+        self.engine.conn.execute(
+            "INSERT INTO rewind_entries (branch_id, space, key, version, kind, body, refs, "
+            "trigger) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                self.branch_id(r["branch"]),
+                r["space"],
+                r["key"],
+                int(r["version"]),
+                kind,
+                body,
+                refs,
+                r.get("trigger"),
+            ),
+        )
+
+    def _array(self, old: int) -> int:
+        if old not in self.arrays:
+            raise self.fail(f"refers to array {old}, which the file has not defined")
+        return self.arrays[old]
+
+    def apply_event(self, r: dict[str, Any]) -> None:
+        engine = self.engine
+        record = engine.branch_by_id(self.branch_id(r["branch"]))
+        version, sequence = int(r["version"]), int(r["sequence"])
+        payload = dumps(r["payload"])
+        last = last_event(engine, record, version)
+        expected = last[0] + 1 if last else 0
+        digest = event_hash(last[1] if last else "", sequence, r["event_type"], version, payload)
+        if sequence != expected or digest != r["hash"]:
+            raise self.fail(
+                f"broken hash chain: event {sequence} of branch {record.name!r} does not "
+                "follow the events before it (edited, missing or reordered)"
+            )
+        engine.conn.execute(
+            "INSERT INTO rewind_events (branch_id, sequence, version, event_type, payload, ts, "
+            "hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (record.id, sequence, version, r["event_type"], payload, int(r["ts"]), digest),
+        )
+
+
+def import_jsonl(
+    engine: Engine, lines: Iterable[bytes], *, progress: Progress | None = None
+) -> TransferCounts:
+    """Rebuild the history in ``lines`` (an export) in this database, all or nothing.
+
+    The database must have no history yet (no commits): versions and hashes are kept.
+    """
+    importer = _Importer(engine)
+    with engine.conn.write():
+        if engine.clock() != 0:
+            raise RewindError(
+                f"import needs a database with no history yet (this one is at version "
+                f"{engine.clock()}); import into a new directory",
+                code="conflict.import",
+            )
+        header_seen = end_seen = False
+        for line in lines:
+            importer.line_number += 1
+            if progress is not None:
+                progress.advance(len(line))
+            if not line.strip():
+                continue
+            try:
+                record = orjson.loads(line)
+            except orjson.JSONDecodeError as error:
+                raise importer.fail(f"not JSON ({error})") from None
+            if not isinstance(record, dict):
+                raise importer.fail("a record must be a JSON object")
+            if end_seen:
+                raise importer.fail("records after the end record")
+            if not header_seen:
+                if record.get("type") != "header" or record.get("format") != FORMAT:
+                    raise importer.fail("not a rewinddb export (no header record)")
+                if record.get("format_version") != FORMAT_VERSION:
+                    raise importer.fail(
+                        f"export format {record.get('format_version')!r} is not supported "
+                        f"(this rewinddb reads {FORMAT_VERSION})"
+                    )
+                header_seen = True
+            elif record.get("type") == "end":
+                if record.get("counts") != importer.result.counts:
+                    raise importer.fail(
+                        f"the end record counts {record.get('counts')} but the file holds "
+                        f"{importer.result.counts}"
+                    )
+                end_seen = True
+            else:
+                importer.apply(record)
+        if not end_seen:
+            raise ImportFormatError(
+                "the file ends before its end record (truncated?); nothing was imported"
+                if header_seen
+                else "the file is empty; nothing was imported"
+            )
+    if progress is not None:
+        progress.close()
+    return importer.result
