@@ -333,7 +333,12 @@ class _Importer:
         conn = self.engine.conn
         name, parent, deleted_at = r["name"], r["parent"], r["deleted_at"]
         if name == DEFAULT_BRANCH and parent is None and deleted_at is None:
+            # The target has no history, so its default branch becomes the file's.
             self.branches[r["id"]] = self.engine.branch(DEFAULT_BRANCH).id
+            conn.execute(
+                "UPDATE rewind_branches SET created_at = ? WHERE id = ?",
+                (int(r["created_at"]), self.branches[r["id"]]),
+            )
             self.result.branches.append(name)
             return
         if deleted_at is None and conn.fetchone(

@@ -1,0 +1,231 @@
+"""Export to JSON Lines and import into another database: the same history."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import orjson
+import pytest
+
+import rewinddb
+from rewinddb._progress import Progress
+from rewinddb.cli import main
+
+
+def _build(db: rewinddb.Database) -> None:
+    db.kv.put("task", "t", trigger="init")
+    db.kv.put("blob", b"\x00\xffbinary")
+    db.json.set("chat", "$", {"messages": [{"text": "m" * 300, "n": i} for i in range(12)]})
+    db.state.set("phase", "start", "init")
+    db.branches.fork("default", "run")
+    run = db.at("run")
+    run.events.append("tool.call", {"n": 1})
+    run.json.set("chat", "$.messages[12]", {"text": "x" * 300, "n": 12})
+    run.state.set("phase", "done", "tests_passed")
+    db.branches.fork("run", "grandchild")
+    db.at("grandchild").events.append("deep", {"nested": {"a": [1, 2]}})
+    db.branches.fork("default", "gone")
+    db.at("gone").kv.put("lost", 1)
+    db.branches.fork("gone", "orphan")
+    db.branches.delete("gone")
+    db.branches.merge("run", "default", events="append")
+    with db.transaction(message="batch"):
+        db.kv.delete("task")
+        db.events.append("after merge", None)
+
+
+def _answers(db: rewinddb.Database) -> dict[str, object]:
+    answers: dict[str, object] = {"branches": [b.to_dict() for b in db.branches.list()]}
+    for branch in db.branches.list():
+        view = db.at(branch.name)
+        for version in range(branch.forked_at, db.version + 1):
+            answers[f"{branch.name}@{version}"] = (
+                view.snapshot(as_of=version),
+                [item.event for item in view.events.list(as_of=version)],
+            )
+        answers[f"{branch.name} history"] = (view.json.history("chat"), view.state.history())
+    answers["commits"] = db.commits()
+    return answers
+
+
+def _export(db: rewinddb.Database, **kwargs: object) -> bytes:
+    out = io.BytesIO()
+    db.export_jsonl(out, **kwargs)  # type: ignore[arg-type]
+    return out.getvalue()
+
+
+def test_round_trip_gives_the_same_history(tmp_path: Path) -> None:
+    with rewinddb.open(tmp_path / "a") as db:
+        _build(db)
+        data = _export(db)
+        before = _answers(db)
+    with rewinddb.open(tmp_path / "b") as copy:
+        counts = copy.import_jsonl(io.BytesIO(data))
+        assert counts.counts["event"] == 4
+        assert _answers(copy) == before
+        for branch in copy.branches.list():
+            assert copy.at(branch.name).events.verify().ok
+
+
+def test_the_file_is_json_lines_with_a_header_and_an_end(tmp_path: Path) -> None:
+    with rewinddb.open(tmp_path / "a") as db:
+        _build(db)
+        lines = [orjson.loads(line) for line in _export(db).splitlines()]
+    assert lines[0]["type"] == "header" and lines[0]["format"] == "rewinddb-export"
+    assert lines[-1]["type"] == "end"
+    types = [line["type"] for line in lines]
+    assert {"branch", "array", "items", "commit", "entry", "event"} <= set(types)
+    blob = next(line for line in lines if line.get("key") == "blob")
+    assert blob["kind"] == "bytes"
+
+
+def test_exporting_some_branches(tmp_path: Path) -> None:
+    with rewinddb.open(tmp_path / "a") as db:
+        _build(db)
+        data = _export(db, branches=["grandchild"])
+        expected = _answers(db)
+    with rewinddb.open(tmp_path / "b") as copy:
+        copy.import_jsonl(io.BytesIO(data))
+        assert copy.branches.names() == ["default", "run", "grandchild"]
+        view = copy.at("grandchild")
+        versions = range(view.info().forked_at, copy.version + 1)
+        assert len(versions) > 1
+        for version in versions:
+            assert (
+                view.snapshot(as_of=version),
+                [i.event for i in view.events.list(as_of=version)],
+            ) == expected[f"grandchild@{version}"]
+
+
+def _bad(tmp_path: Path, data: bytes, error: type[Exception], code: str, match: str) -> None:
+    with rewinddb.open(tmp_path / "target") as target:
+        target.branches.fork("default", "existing")
+        with pytest.raises(error, match=match) as info:
+            target.import_jsonl(io.BytesIO(data))
+        assert info.value.code == code  # type: ignore[attr-defined]
+        assert target.version == 0
+        assert target.branches.names() == ["default", "existing"]
+        assert target.kv.keys() == [] and len(target.events) == 0
+
+
+@pytest.fixture
+def exported(tmp_path: Path) -> list[bytes]:
+    with rewinddb.open(tmp_path / "source") as db:
+        _build(db)
+        return _export(db).splitlines(keepends=True)
+
+
+def test_import_refuses_a_broken_hash_chain(tmp_path: Path, exported: list[bytes]) -> None:
+    lines = [line.replace(b'"payload":{"n":1}', b'"payload":{"n":2}') for line in exported]
+    assert lines != exported
+    _bad(
+        tmp_path, b"".join(lines), rewinddb.ImportFormatError, "invalid.import", "broken hash chain"
+    )
+
+
+def test_import_refuses_unknown_records(tmp_path: Path, exported: list[bytes]) -> None:
+    lines = [*exported[:3], b'{"type":"mystery"}\n', *exported[3:]]
+    _bad(
+        tmp_path,
+        b"".join(lines),
+        rewinddb.ImportFormatError,
+        "invalid.import",
+        "unknown record type 'mystery'",
+    )
+
+
+def test_import_refuses_an_existing_branch(tmp_path: Path, exported: list[bytes]) -> None:
+    lines = [line.replace(b'"name":"run"', b'"name":"existing"') for line in exported]
+    _bad(
+        tmp_path,
+        b"".join(lines),
+        rewinddb.BranchExistsError,
+        "conflict.branch_exists",
+        "'existing' already exists",
+    )
+
+
+@pytest.mark.parametrize(
+    ("mangle", "match"),
+    [
+        (lambda lines: lines[:-3], "truncated"),
+        (lambda lines: lines[1:], "no header"),
+        (lambda lines: [], "empty"),
+        (lambda lines: [*lines[:2], b"not json\n", *lines[2:]], "not JSON"),
+        (lambda lines: [*lines[:2], b"[1, 2]\n", *lines[2:]], "JSON object"),
+        (lambda lines: [*lines, b'{"type":"branch"}\n'], "after the end"),
+        (lambda lines: [lines[0], lines[-1]], "counts"),
+        (lambda lines: [*lines[:2], b'{"type":"commit","version":1}\n', *lines[2:]], "malformed"),
+    ],
+    ids=[
+        "truncated",
+        "no-header",
+        "empty",
+        "not-json",
+        "not-object",
+        "after-end",
+        "counts",
+        "malformed",
+    ],
+)
+def test_import_refuses_broken_files(tmp_path, exported, mangle, match) -> None:  # type: ignore[no-untyped-def]
+    _bad(tmp_path, b"".join(mangle(exported)), rewinddb.ImportFormatError, "invalid.import", match)
+
+
+def test_import_needs_a_database_without_history(tmp_path: Path, exported: list[bytes]) -> None:
+    with rewinddb.open(tmp_path / "used") as target:
+        target.kv.put("k", 1)
+        with pytest.raises(rewinddb.RewindError) as info:
+            target.import_jsonl(exported)
+        assert info.value.code == "conflict.import"
+        assert target.version == 1
+
+
+def test_cli_export_and_import(tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    with rewinddb.open(tmp_path / "a") as db:
+        _build(db)
+        before = _answers(db)
+    assert main(["export", str(tmp_path / "a")]) == 0
+    out, err = capsysbinary.readouterr()
+    assert b"exported" in err and b"\r" not in err  # no progress bar when not a terminal
+    (tmp_path / "run.jsonl").write_bytes(out)
+    assert (
+        main(
+            [
+                "export",
+                str(tmp_path / "a"),
+                "--branch",
+                "run",
+                "-o",
+                str(tmp_path / "run-only.jsonl"),
+            ]
+        )
+        == 0
+    )
+    assert main(["import", str(tmp_path / "b"), str(tmp_path / "run.jsonl")]) == 0
+    with rewinddb.open(tmp_path / "b") as copy:
+        assert _answers(copy) == before
+    assert main(["import", str(tmp_path / "b"), str(tmp_path / "run.jsonl")]) == 1
+    assert b"conflict.import" in capsysbinary.readouterr().err
+
+
+class _Terminal(io.StringIO):
+    """Stands in for the user's terminal (a real one cannot be attached in CI)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_on_a_terminal(tmp_path: Path) -> None:
+    with rewinddb.open(tmp_path / "a") as db:
+        _build(db)
+        terminal = _Terminal()
+        db.export_jsonl(io.BytesIO(), progress=Progress("exporting", 0, "records", terminal))
+    shown = terminal.getvalue()
+    assert shown.startswith("\rexporting [") and "100%" in shown and shown.endswith("\n")
+    quiet = io.StringIO()
+    progress = Progress("importing", 10, "bytes", quiet)
+    progress.advance(5)
+    progress.close()
+    assert quiet.getvalue() == ""
