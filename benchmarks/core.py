@@ -84,6 +84,7 @@ class Sizes:
     commits: int = 5_000  # single commits per repetition, durability="normal"
     full_commits: int = 500  # single commits per repetition, durability="full"
     depth: int = 10  # forks between default and the deep branch
+    verify_events: int = 100_000  # events in the log that verify() checks
 
 
 FULL_RUN = Sizes()
@@ -97,6 +98,7 @@ QUICK_RUN = Sizes(
     list_reads=5,
     commits=200,
     full_commits=40,
+    verify_events=10_000,
 )
 
 
@@ -742,6 +744,71 @@ def measure_depth(sizes: Sizes, report: Report) -> None:
     )
 
 
+# -- 7. the event-log protocol ---------------------------------------------------
+
+
+def append_rate(directory: Path, n: int, expected_index: bool) -> float:
+    """Single appends per second, each its own commit, with or without expected_index."""
+    db = rewinddb.open(directory)
+    try:
+
+        def append_many() -> None:
+            for i in range(n):
+                db.events.append("tick", {"n": i}, expected_index=i if expected_index else None)
+
+        return n / timed(append_many)
+    finally:
+        db.close()
+
+
+def verify_time(directory: Path, events: int) -> float:
+    """Seconds for events.verify() over a log of ``events`` events."""
+    db = rewinddb.open(directory)
+    try:
+        for start in range(0, events, 1000):
+            with db.transaction():
+                for i in range(start, min(start + 1000, events)):
+                    db.events.append("tick", {"n": i, "text": "payload " * 8})
+        report = None
+
+        def verify() -> None:
+            nonlocal report
+            report = db.events.verify()
+
+        seconds = statistics.median(timed(verify) for _ in range(3))
+        expect((report.ok, report.checked) if report else None, (True, events), "verify")
+        return seconds
+    finally:
+        db.close()
+
+
+def measure_event_log(sizes: Sizes, report: Report) -> None:
+    checked, plain = repeated(
+        sizes.repeats,
+        measured_in_scratch(lambda d: append_rate(d, sizes.commits, True)),
+        measured_in_scratch(lambda d: append_rate(d, sizes.commits, False)),
+    )
+    with scratch() as directory:
+        seconds = verify_time(directory, sizes.verify_events)
+    report.section("7. the event-log protocol")
+    report.add(
+        Row(
+            f"events.append with expected_index, {sizes.commits:,} appends (vs without)",
+            rate(checked),
+            rate(plain),
+            checked / plain,
+        )
+    )
+    report.add(
+        Row(
+            f"events.verify() of {sizes.verify_events:,} events (median of 3)",
+            ms(seconds),
+            target=Target("<", 2.0, "< 2 s"),
+            checked=seconds,
+        )
+    )
+
+
 # -- main ------------------------------------------------------------------------
 
 
@@ -788,6 +855,7 @@ def main(argv: list[str]) -> int:
     measure_storage(sizes, report)
     measure_commits(sizes, report)
     measure_depth(sizes, report)
+    measure_event_log(sizes, report)
     print(report.render())
     print(f"\nmeasured in {time.perf_counter() - started:.1f} s")
     return 0
