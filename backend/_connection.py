@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -59,6 +60,7 @@ class Connection:
             )
         self.path = directory / DB_FILENAME
         self.readonly = readonly
+        self.busy_timeout = busy_timeout
         self.lock = threading.RLock()
         self._depth = 0
         self._closed = False
@@ -80,7 +82,7 @@ class Connection:
         if not self._has_meta():
             if self.readonly:
                 raise NotADatabaseError(f"{self.path} holds no rewinddb database yet")
-            self._raw.execute("PRAGMA journal_mode = WAL")
+            self._enable_wal()
             with self.write():  # two processes creating one database: one creates it
                 if not self._has_meta():
                     self._create_schema()
@@ -93,6 +95,19 @@ class Connection:
                 f"{self.path} was written by a newer rewinddb (schema "
                 f"{version[0] if version else '?'}); upgrade rewinddb to open it"
             )
+
+    def _enable_wal(self) -> None:
+        """Switch a new file to WAL. SQLite does not wait on busy_timeout for this, so
+        when several processes create one database at once, retry until it does."""
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            try:
+                self._raw.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as error:
+                if not is_busy(error) or time.monotonic() > deadline:
+                    raise storage_error(error) from error
+                time.sleep(0.01)
 
     def _has_meta(self) -> bool:
         return (
@@ -186,10 +201,7 @@ class Connection:
                 try:
                     self._raw.execute("BEGIN IMMEDIATE")
                 except sqlite3.OperationalError as error:
-                    raise DatabaseBusyError(
-                        f"the database stayed locked by another writer for longer than "
-                        f"busy_timeout ({error}); retry, or open it with a longer busy_timeout"
-                    ) from error
+                    raise storage_error(error) from error
             else:
                 self._raw.execute(f"SAVEPOINT rw{depth}")
             self._depth += 1
@@ -205,6 +217,26 @@ class Connection:
                 raise
             self._depth -= 1
             if depth == 0:
-                self._raw.execute("COMMIT")
+                try:
+                    self._raw.execute("COMMIT")
+                except sqlite3.Error as error:  # disk full, I/O error: leave no open txn
+                    if self._raw.in_transaction:
+                        self._raw.execute("ROLLBACK")
+                    raise storage_error(error) from error
             else:
                 self._raw.execute(f"RELEASE rw{depth}")
+
+
+def is_busy(error: sqlite3.Error) -> bool:
+    text = str(error).lower()
+    return "locked" in text or "busy" in text
+
+
+def storage_error(error: sqlite3.Error) -> RewindError:
+    """A SQLite failure as a RewindError: ``busy`` for lock time-outs, else ``storage``."""
+    if is_busy(error):
+        return DatabaseBusyError(
+            f"the database stayed locked by another writer for longer than busy_timeout "
+            f"({error}); retry, or open it with a longer busy_timeout"
+        )
+    return RewindError(f"SQLite failed: {error}; nothing was written", code="storage")

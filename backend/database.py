@@ -10,7 +10,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from ._connection import DB_FILENAME, Connection
+from ._connection import DB_FILENAME, Connection, is_busy, storage_error
 from ._engine import DEFAULT_BRANCH, AsOf, Engine, check_name, now_micros
 from ._progress import Progress
 from ._values import validate
@@ -242,7 +242,9 @@ def open(
     if not db_file.exists():
         if not create or readonly:
             raise NotFoundError(f"no rewinddb database at {directory}", code="not_found.database")
-        if directory.exists() and any(directory.iterdir()):
+        if directory.exists() and any(
+            not entry.name.startswith(DB_FILENAME) for entry in directory.iterdir()
+        ):  # (another process may be creating the database right now)
             raise NotADatabaseError(
                 f"{directory} is not a rewinddb database (no {DB_FILENAME} in it) and is "
                 "not empty; give a new or empty directory",
@@ -260,6 +262,8 @@ def open(
         _ensure_default_branch(connection)
     except sqlite3.DatabaseError as error:
         connection.close()
+        if is_busy(error):
+            raise storage_error(error) from error
         raise NotADatabaseError(f"{db_file} is not a rewinddb database: {error}") from error
     except BaseException:
         connection.close()
