@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,8 @@ class Connection:
         self.lock = threading.RLock()
         self._depth = 0
         self._closed = False
+        #: Called after a transaction rolls back (caches of rows it wrote are stale).
+        self.rolled_back: list[Callable[[], None]] = []
         if readonly:
             uri = f"{self.path.resolve().as_uri()}?mode=ro"
             raw = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
@@ -211,6 +213,8 @@ class Connection:
                 self._depth -= 1
                 if depth == 0:
                     self._raw.execute("ROLLBACK")
+                    for callback in self.rolled_back:
+                        callback()
                 else:
                     self._raw.execute(f"ROLLBACK TO rw{depth}")
                     self._raw.execute(f"RELEASE rw{depth}")

@@ -103,16 +103,21 @@ class WriteContext:
     ts: int = 0
     merge_from: tuple[int, int] | None = None
     written: set[tuple[str, str]] = field(default_factory=set)
+    entry_trigger: str | None = None
+    """The trigger of the write being made now (a group's writes each keep their own)."""
 
     def commit(self) -> int:
         """The version of this commit, allocating it (one row) on first use."""
         if self.version is None:
             conn = self.engine.conn
-            last = conn.fetchone(
-                "SELECT version, ts FROM rewind_commits ORDER BY version DESC LIMIT 1"
+            # The newest commit and the clock floor of an imported database, in one trip.
+            rows = conn.fetchall(
+                "SELECT version, ts FROM (SELECT version, ts FROM rewind_commits "
+                "ORDER BY version DESC LIMIT 1) newest UNION ALL "
+                "SELECT CAST(value AS INTEGER), 0 FROM rewind_meta WHERE key = 'clock_floor'"
             )
-            version = last[0] + 1 if last else 1
-            ts = max(now_micros(), last[1] if last else 0)
+            version = max((row[0] for row in rows), default=0) + 1
+            ts = max([now_micros(), *(row[1] for row in rows)])
             merge_branch, merge_version = self.merge_from or (None, None)
             conn.execute(
                 "INSERT INTO rewind_commits (version, branch_id, ts, trigger, message, "
@@ -130,6 +135,32 @@ class WriteContext:
             self.version, self.ts = version, ts
         return self.version
 
+    def merged_from(self, branch_id: int, version: int) -> None:
+        """Record this commit's second parent (also when it was already allocated)."""
+        self.merge_from = (branch_id, version)
+        if self.version is not None:
+            self.engine.conn.execute(
+                "UPDATE rewind_commits SET merge_branch_id = ?, merge_version = ? "
+                "WHERE version = ?",
+                (branch_id, version, self.version),
+            )
+
+    def saved(self) -> tuple[Any, ...]:
+        return (
+            self.version,
+            self.ts,
+            set(self.written),
+            self.merge_from,
+            self.trigger,
+            self.entry_trigger,
+        )
+
+    def restore(self, saved: tuple[Any, ...]) -> None:
+        """Forget what a rolled-back write did to this context (its rows are gone)."""
+        (self.version, self.ts, self.written, self.merge_from, self.trigger, self.entry_trigger) = (
+            saved
+        )
+
 
 class Engine:
     """Branches, the version clock, commits and lineage reads of one database."""
@@ -138,6 +169,7 @@ class Engine:
         self.conn = conn
         self.arrays = SharedArrays(conn)
         self._records: dict[int, BranchRecord] = {}
+        conn.rolled_back.append(self._records.clear)  # ids of rolled-back rows get reused
         self._group: WriteContext | None = None
 
     # -- branches ----------------------------------------------------------------
@@ -196,9 +228,16 @@ class Engine:
     # -- the clock ---------------------------------------------------------------
 
     def clock(self) -> int:
-        """The newest version (including the one being written in this connection)."""
-        row = self.conn.fetchone("SELECT max(version) FROM rewind_commits")
-        return int(row[0]) if row and row[0] is not None else 0
+        """The newest version (including the one being written in this connection).
+
+        A database imported from part of another one starts its clock where the
+        original's stood (``clock_floor``), so new versions never land in its past.
+        """
+        rows = self.conn.fetchall(
+            "SELECT max(version) FROM rewind_commits UNION ALL "
+            "SELECT CAST(value AS INTEGER) FROM rewind_meta WHERE key = 'clock_floor'"
+        )
+        return max((int(value) for (value,) in rows if value is not None), default=0)
 
     def version_at(self, when: datetime) -> int:
         """The newest version committed at or before ``when``."""
@@ -264,7 +303,7 @@ class Engine:
             record = self.branch(branch)
             group = self._group
             if group is None:
-                yield WriteContext(self, record, trigger, message)
+                yield WriteContext(self, record, trigger, message, entry_trigger=trigger)
                 return
             if group.branch.id != record.id:
                 raise RewindError(
@@ -272,9 +311,27 @@ class Engine:
                     f"write to {branch!r} outside it or open its own transaction",
                     code="invalid.transaction",
                 )
+            saved = group.saved()
             if trigger is not None and group.trigger is None and group.version is None:
                 group.trigger = trigger
-            yield group
+            group.entry_trigger = trigger or group.trigger
+            try:
+                yield group
+            except BaseException:
+                group.restore(saved)  # the savepoint rolled its rows back
+                raise
+            group.entry_trigger = saved[-1]
+
+    def check_fork_source(self, record: BranchRecord) -> None:
+        """Refuse to fork the branch an open transaction has written to: the fork would
+        see the transaction's later writes too."""
+        group = self._group
+        if group is not None and group.branch.id == record.id and group.version is not None:
+            raise RewindError(
+                f"branch {record.name!r} has uncommitted writes in this transaction; fork "
+                "it before the transaction's first write or after the transaction",
+                code="invalid.transaction",
+            )
 
     @contextmanager
     def transaction(
@@ -353,13 +410,13 @@ class Engine:
             self.conn.execute(
                 "UPDATE rewind_entries SET kind = ?, body = ?, refs = ?, trigger = ? "
                 "WHERE branch_id = ? AND space = ? AND key = ? AND version = ?",
-                (kind, body, refs, context.trigger, context.branch.id, space, key, version),
+                (kind, body, refs, context.entry_trigger, context.branch.id, space, key, version),
             )
         else:
             self.conn.execute(
                 "INSERT INTO rewind_entries (branch_id, space, key, version, kind, body, refs, "
                 "trigger) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (context.branch.id, space, key, version, kind, body, refs, context.trigger),
+                (context.branch.id, space, key, version, kind, body, refs, context.entry_trigger),
             )
             context.written.add(slot)
         return version

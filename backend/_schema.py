@@ -11,7 +11,8 @@ primary key is the table (one b-tree fewer to write per commit); other backends 
 - ``entries``: one row per written value of a kv key or JSON document (a tombstone for a
   deletion). Large JSON arrays are not stored inline: they live in ``seq_items`` and the
   entry refers to (sequence, length), so a list that only grew costs only what was appended.
-- ``events``: the append-only logs, hash chained.
+- ``events``: the append-only logs, hash chained; an event a merge carried to another
+  branch names the event it copies (``origin_*``), so it is never carried twice.
 """
 
 from __future__ import annotations
@@ -116,6 +117,13 @@ class EventRow(SQLModel, table=True):
     __tablename__ = "rewind_events"
     __table_args__ = (
         Index("ix_rewind_events_version", "branch_id", "version", "sequence"),
+        Index(
+            "ix_rewind_events_origin",
+            "origin_branch_id",
+            "origin_sequence",
+            sqlite_where=text("origin_branch_id IS NOT NULL"),
+            postgresql_where=text("origin_branch_id IS NOT NULL"),
+        ),
         _WITHOUT_ROWID,
     )
 
@@ -126,6 +134,9 @@ class EventRow(SQLModel, table=True):
     payload: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     ts: int = Field(sa_column=Column(BigInteger, nullable=False))
     hash: str
+    #: For an event a merge carried here: the event it is a copy of (its first home).
+    origin_branch_id: int | None = None
+    origin_sequence: int | None = None
 
 
 #: The tables of a rewinddb database, in creation order (never SQLModel's global metadata,

@@ -55,6 +55,7 @@ class Branches:
         engine = self._engine
         with engine.conn.write():
             record = engine.branch(source)
+            engine.check_fork_source(record)
             if at_event is not None:
                 version = self._event_version(source, at_event)
             else:

@@ -17,7 +17,9 @@ from ._values import dumps, loads, validate
 from .errors import AppendConflictError, EventNotFound, InvalidInputError
 from .models import Event, EventItem, from_micros
 
-_EVENT_COLUMNS = "branch_id, sequence, event_type, payload, version, ts, hash"
+_EVENT_COLUMNS = (
+    "branch_id, sequence, event_type, payload, version, ts, hash, origin_branch_id, origin_sequence"
+)
 
 
 def event_hash(previous: str, sequence: int, event_type: str, version: int, payload: bytes) -> str:
@@ -31,7 +33,7 @@ def event_hash(previous: str, sequence: int, event_type: str, version: int, payl
 
 
 def event_from_row(engine: Engine, row: tuple[Any, ...]) -> Event:
-    branch_id, sequence, event_type, payload, version, ts, digest = row
+    branch_id, sequence, event_type, payload, version, ts, digest, origin_id, origin_seq = row
     return Event(
         sequence=sequence,
         event_type=event_type,
@@ -40,7 +42,13 @@ def event_from_row(engine: Engine, row: tuple[Any, ...]) -> Event:
         timestamp=from_micros(ts),
         hash=digest,
         branch=engine.branch_by_id(branch_id).name,
+        origin=None if origin_id is None else (engine.branch_by_id(origin_id).name, origin_seq),
     )
+
+
+def identity(row_branch_id: int, sequence: int, origin: tuple[int, int] | None) -> tuple[int, int]:
+    """What makes an event itself: its first home, also for the copies merges made."""
+    return origin if origin is not None else (row_branch_id, sequence)
 
 
 def events_between(engine: Engine, branch_id: int, low: int, high: int) -> list[Event]:
@@ -73,16 +81,29 @@ def append_event(
     ts: int,
     event_type: str,
     payload_bytes: bytes,
+    origin: tuple[int, int] | None = None,
 ) -> tuple[int, str]:
-    """Insert one event at the end of ``record``'s log; returns (sequence, hash)."""
+    """Insert one event at the end of ``record``'s log; returns (sequence, hash).
+
+    ``origin``: (branch id, sequence) of the event this one copies (merges carry events).
+    """
     last = last_event(engine, record, commit_version)
     sequence = last[0] + 1 if last else 0
     digest = event_hash(
         last[1] if last else "", sequence, event_type, commit_version, payload_bytes
     )
     engine.conn.execute(
-        f"INSERT INTO rewind_events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (record.id, sequence, event_type, payload_bytes, commit_version, ts, digest),
+        f"INSERT INTO rewind_events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            record.id,
+            sequence,
+            event_type,
+            payload_bytes,
+            commit_version,
+            ts,
+            digest,
+            *(origin or (None, None)),
+        ),
     )
     return sequence, digest
 

@@ -15,10 +15,9 @@ from typing import Any, Literal
 
 from . import jsonpath
 from ._engine import MISSING, BranchRecord, Engine
-from ._values import dumps
 from .diff import same
 from .errors import InvalidInputError, MergeConflictError
-from .events import append_event, events_between
+from .events import append_event, identity
 
 Strategy = Literal["fail", "source", "target"]
 EventMode = Literal["skip", "append"]
@@ -120,7 +119,12 @@ class MergeReceipt:
 def merge_base(
     engine: Engine, source: BranchRecord, target: BranchRecord, now: int
 ) -> tuple[BranchRecord, int]:
-    """The newest point in history that both ``source`` and ``target`` contain."""
+    """The newest point in history that both ``source`` and ``target`` contain.
+
+    Candidates: the fork point of their lowest common ancestor, and every merge one side's
+    history holds from a branch in the other side's lineage (the merged point, capped at
+    what the other side sees of that branch). The newest candidate wins.
+    """
     source_lineage = engine.lineage(source, now)
     target_ranges = engine.ranges(target, now)
     candidates: list[tuple[int, int]] = []
@@ -129,14 +133,18 @@ def merge_base(
             candidates.append((min(cap, target_ranges[branch_id]), branch_id))
             break
     for into, other in ((target, source), (source, target)):
+        other_ranges = engine.ranges(other, now)
         for branch_id, cap in engine.lineage(into, now):
-            row = engine.conn.fetchone(
-                "SELECT max(merge_version) FROM rewind_commits "
-                "WHERE branch_id = ? AND version <= ? AND merge_branch_id = ?",
-                (branch_id, cap, other.id),
-            )
-            if row and row[0] is not None:
-                candidates.append((int(row[0]), other.id))
+            for merged_branch, merged_version in engine.conn.fetchall(
+                "SELECT merge_branch_id, max(merge_version) FROM rewind_commits "
+                "WHERE branch_id = ? AND version <= ? AND merge_branch_id IS NOT NULL "
+                "GROUP BY merge_branch_id",
+                (branch_id, cap),
+            ):
+                if merged_branch in other_ranges:
+                    candidates.append(
+                        (min(merged_version, other_ranges[merged_branch]), merged_branch)
+                    )
     version, branch_id = max(candidates)
     return engine.branch_by_id(branch_id), version
 
@@ -264,12 +272,14 @@ def merge_branches(
                 conflicts,
             )
 
-        source_events = _events_since(engine, base_ranges, source_ranges, target_record.id)
+        source_events = _events_to_carry(
+            engine, base_ranges, source_ranges, engine.ranges(target_record, now)
+        )
         base_point = (base_record.name, base_version)
         if not (source_events or writes or applied or conflicts):
             return MergeReceipt(source, target, None, base_point, strategy)
 
-        write.merge_from = (source_record.id, now)
+        write.merged_from(source_record.id, now)
         version = write.commit()
         for space, key, value in writes:
             engine.write_value(write, space, key, value, validated=True)
@@ -277,7 +287,13 @@ def merge_branches(
         if events == "append":
             for event in source_events:
                 append_event(
-                    engine, target_record, version, write.ts, event.event_type, dumps(event.payload)
+                    engine,
+                    target_record,
+                    version,
+                    write.ts,
+                    event.event_type,
+                    event.payload,
+                    origin=event.origin,
                 )
                 carried += 1
         return MergeReceipt(
@@ -293,24 +309,55 @@ def merge_branches(
         )
 
 
-def _events_since(
-    engine: Engine, base_ranges: dict[int, int], source_ranges: dict[int, int], target_id: int
-) -> list[Any]:
-    """Events the source appended after the merge base (not copies of target events)."""
+@dataclass(frozen=True)
+class _Carry:
+    """An event of the source that the target's log does not hold yet."""
+
+    sequence: int
+    event_type: str
+    payload: bytes
+    origin: tuple[int, int]
+
+
+def _events_to_carry(
+    engine: Engine,
+    base_ranges: dict[int, int],
+    source_ranges: dict[int, int],
+    target_ranges: dict[int, int],
+) -> list[_Carry]:
+    """Events the source's log gained since the merge base that the target's log lacks.
+
+    An event is itself wherever merges copied it (``origin``), so nothing is carried
+    twice, however branches were merged back and forth before.
+    """
     found = []
     for branch_id, high in source_ranges.items():
         low = base_ranges.get(branch_id, 0)
-        if high > low:
-            found += events_between(engine, branch_id, low, high)
-    carried_back = {
-        row[0]
-        for row in engine.conn.fetchall(
-            "SELECT version FROM rewind_commits WHERE merge_branch_id = ?", (target_id,)
-        )
-    }
-    found = [event for event in found if event.version not in carried_back]
-    found.sort(key=lambda event: event.sequence)
+        if high <= low:
+            continue
+        for sequence, event_type, payload, origin_id, origin_seq in engine.conn.fetchall(
+            "SELECT sequence, event_type, payload, origin_branch_id, origin_sequence "
+            "FROM rewind_events WHERE branch_id = ? AND version > ? AND version <= ?",
+            (branch_id, low, high),
+        ):
+            origin = identity(
+                branch_id, sequence, None if origin_id is None else (origin_id, origin_seq)
+            )
+            if not _in_log(engine, target_ranges, origin):
+                found.append(_Carry(sequence, event_type, bytes(payload), origin))
+    found.sort(key=lambda carry: carry.sequence)
     return found
+
+
+def _in_log(engine: Engine, ranges: dict[int, int], origin: tuple[int, int]) -> bool:
+    """Whether the log seen through ``ranges`` holds the event ``origin`` or a copy of it."""
+    rows = engine.conn.fetchall(
+        "SELECT branch_id, version FROM rewind_events WHERE branch_id = ? AND sequence = ? "
+        "UNION ALL SELECT branch_id, version FROM rewind_events "
+        "WHERE origin_branch_id = ? AND origin_sequence = ?",
+        (*origin, *origin),
+    )
+    return any(branch_id in ranges and version <= ranges[branch_id] for branch_id, version in rows)
 
 
 def _put(document: Any, tokens: tuple[jsonpath.Token, ...], value: Any) -> Any:

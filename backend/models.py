@@ -67,10 +67,13 @@ class Event:
     timestamp: datetime
     hash: str
     branch: str
+    origin: tuple[str, int] | None = None
+    """For an event a merge carried here: (branch, sequence) of the event it copies."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["timestamp"] = self.timestamp.isoformat()
+        data["origin"] = list(self.origin) if self.origin else None
         return data
 
 

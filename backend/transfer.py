@@ -11,7 +11,8 @@ hash is the same. Records, one JSON object a line, in this order::
     {"type": "items", "array", "start", "items": [...]}
     {"type": "commit", "version", "branch", "ts", "trigger", "message", "merge_branch", ...}
     {"type": "entry", "branch", "space", "key", "version", "kind", "trigger", "value", ...}
-    {"type": "event", "branch", "sequence", "version", "event_type", "ts", "hash", "payload"}
+    {"type": "event", "branch", "sequence", "version", "event_type", "ts", "hash", "origin",
+     "payload"}
     {"type": "end", "counts": {...}}
 
 Both directions stream: export reads with cursors and writes line by line; import reads
@@ -202,12 +203,13 @@ def export_jsonl(
                 emit("entry", _line(record))
         for row in _rows(
             conn.execute(
-                "SELECT branch_id, sequence, version, event_type, ts, hash, payload FROM "
-                f"rewind_events WHERE branch_id IN ({marks}) ORDER BY version, branch_id, sequence",
+                "SELECT branch_id, sequence, version, event_type, ts, hash, origin_branch_id, "
+                f"origin_sequence, payload FROM rewind_events WHERE branch_id IN ({marks}) "
+                "ORDER BY version, branch_id, sequence",
                 params,
             )
         ):
-            branch_id, sequence, version, event_type, ts, digest, payload = row
+            branch_id, sequence, version, event_type, ts, digest, origin, origin_seq, payload = row
             emit(
                 "event",
                 _line(
@@ -219,6 +221,7 @@ def export_jsonl(
                         "event_type": event_type,
                         "ts": ts,
                         "hash": digest,
+                        "origin": [origin, origin_seq] if origin in ids else None,
                     },
                     "payload",
                     bytes(payload),
@@ -443,9 +446,24 @@ class _Importer:
             )
         engine.conn.execute(
             "INSERT INTO rewind_events (branch_id, sequence, version, event_type, payload, ts, "
-            "hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (record.id, sequence, version, r["event_type"], payload, int(r["ts"]), digest),
+            "hash, origin_branch_id, origin_sequence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.id,
+                sequence,
+                version,
+                r["event_type"],
+                payload,
+                int(r["ts"]),
+                digest,
+                *self._origin(r.get("origin")),
+            ),
         )
+
+    def _origin(self, origin: Any) -> tuple[int | None, int | None]:
+        """The event a carried event copies, in this database's branch ids."""
+        if origin is None:
+            return None, None
+        return self.branch_id(origin[0]), int(origin[1])
 
 
 def import_jsonl(
