@@ -133,6 +133,12 @@ class Connection:
             "INSERT INTO rewind_meta (key, value) VALUES (?, ?), (?, ?)",
             ("format", FORMAT_MARKER, "schema_version", str(_schema.SCHEMA_VERSION)),
         )
+        # Every database has its root branch from the start (version 0, empty).
+        self.execute(
+            "INSERT INTO rewind_branches (name, parent_id, forked_at, created_at) "
+            "VALUES ('default', NULL, 0, ?)",
+            (time.time_ns() // 1000,),
+        )
 
     def close(self) -> None:
         with self.lock:

@@ -176,6 +176,13 @@ class Engine:
 
     _BRANCH_COLUMNS = "id, name, parent_id, forked_at, created_at, deleted_at"
 
+    def live_branch_id(self, name: str) -> int | None:
+        """The id of the live (not deleted) branch called ``name``, if there is one."""
+        row = self.conn.fetchone(
+            "SELECT id FROM rewind_branches WHERE name = ? AND deleted_at IS NULL", (name,)
+        )
+        return None if row is None else int(row[0])
+
     def branch(self, name: str) -> BranchRecord:
         """The live branch called ``name``; ``BranchNotFound`` if there is none."""
         check_name(name, "branch")

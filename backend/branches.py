@@ -60,9 +60,7 @@ class Branches:
                 version = self._event_version(source, at_event)
             else:
                 version = engine.resolve_as_of(record, at)
-            if engine.conn.fetchone(
-                "SELECT 1 FROM rewind_branches WHERE name = ? AND deleted_at IS NULL", (name,)
-            ):
+            if engine.live_branch_id(name) is not None:
                 raise BranchExistsError(
                     f"branch {name!r} already exists; pick another name or delete it first",
                     branch=name,
@@ -107,12 +105,7 @@ class Branches:
     def exists(self, name: str) -> bool:
         check_name(name, "branch")
         with self._engine.conn.lock:
-            return (
-                self._engine.conn.fetchone(
-                    "SELECT 1 FROM rewind_branches WHERE name = ? AND deleted_at IS NULL", (name,)
-                )
-                is not None
-            )
+            return self._engine.live_branch_id(name) is not None
 
     def delete(self, name: str) -> None:
         """Delete a branch: its reads then fail with ``not_found.engine.branch``.

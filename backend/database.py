@@ -11,7 +11,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from ._connection import DB_FILENAME, Connection, is_busy, storage_error
-from ._engine import DEFAULT_BRANCH, AsOf, Engine, check_name, now_micros
+from ._engine import DEFAULT_BRANCH, AsOf, Engine, check_name
 from ._progress import Progress
 from ._values import validate
 from .branches import Branches
@@ -259,7 +259,6 @@ def open(
         raise NotADatabaseError(f"cannot open {db_file}: {error}") from error
     try:
         connection.ensure_schema()
-        _ensure_default_branch(connection)
     except sqlite3.DatabaseError as error:
         connection.close()
         if is_busy(error):
@@ -269,21 +268,3 @@ def open(
         connection.close()
         raise
     return Database(directory, connection)
-
-
-def _ensure_default_branch(connection: Connection) -> None:
-    if connection.fetchone(
-        "SELECT 1 FROM rewind_branches WHERE name = ? AND deleted_at IS NULL", (DEFAULT_BRANCH,)
-    ):
-        return
-    if connection.readonly:
-        return
-    with connection.write():
-        if not connection.fetchone(
-            "SELECT 1 FROM rewind_branches WHERE name = ?", (DEFAULT_BRANCH,)
-        ):
-            connection.execute(
-                "INSERT INTO rewind_branches (name, parent_id, forked_at, created_at) "
-                "VALUES (?, NULL, 0, ?)",
-                (DEFAULT_BRANCH, now_micros()),
-            )

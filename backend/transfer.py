@@ -23,6 +23,7 @@ existing branch, truncated) fails with a clear error and writes nothing.
 from __future__ import annotations
 
 import base64
+import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -30,7 +31,15 @@ from typing import IO, Any
 
 import orjson
 
-from ._engine import DEFAULT_BRANCH, KIND_BYTES, KIND_DELETED, KIND_JSON, Engine
+from ._engine import (
+    DEFAULT_BRANCH,
+    KIND_BYTES,
+    KIND_DELETED,
+    KIND_JSON,
+    Engine,
+    check_name,
+    check_text,
+)
 from ._progress import Progress
 from ._schema import SCHEMA_VERSION
 from ._values import dumps
@@ -42,6 +51,7 @@ FORMAT_VERSION = 1
 _ITEMS_PER_LINE = 256
 _KINDS = {KIND_JSON: "json", KIND_BYTES: "bytes", KIND_DELETED: "deleted"}
 _SECTIONS = ("branch", "array", "items", "commit", "entry", "event")
+_SPACES = ("kv", "json", "state")
 
 
 class ImportFormatError(RewindError):
@@ -142,9 +152,9 @@ def export_jsonl(
             )
             if deleted_at is None:
                 result.branches.append(name)
-        for seq, base, base_len in _exported_arrays(engine, marks, params):
+        for seq, base, base_len, length in _exported_arrays(engine, marks, params):
             emit("array", _line({"type": "array", "id": seq, "base": base, "base_len": base_len}))
-            for start, items in _item_chunks(engine, seq):
+            for start, items in _item_chunks(engine, seq, length):
                 emit(
                     "items",
                     b'{"type":"items","array":%d,"start":%d,"items":[%s]}\n'
@@ -251,37 +261,42 @@ def _exported_branch_ids(engine: Engine, names: Sequence[str] | None) -> set[int
 
 def _exported_arrays(
     engine: Engine, marks: str, params: tuple[int, ...]
-) -> list[tuple[int, int | None, int]]:
-    """The shared arrays the exported entries use, with their bases, oldest first."""
-    wanted: set[int] = set()
+) -> list[tuple[int, int | None, int, int]]:
+    """(array, base, base length, length needed) of the shared arrays the exported entries
+    use, with their bases, oldest first. Only the items exported entries can see are
+    needed: another branch's later items in a shared array stay out of the file."""
+    needed: dict[int, int] = {}
     for (refs,) in _rows(
         engine.conn.execute(
             f"SELECT refs FROM rewind_entries WHERE refs IS NOT NULL AND branch_id IN ({marks})",
             params,
         )
     ):
-        wanted.update(seq for _, seq, _ in orjson.loads(bytes(refs)))
-    arrays: dict[int, tuple[int | None, int]] = {}
-    pending = sorted(wanted)
-    while pending:
-        seq = pending.pop()
-        if seq in arrays:
-            continue
+        for _, seq, length in orjson.loads(bytes(refs)):
+            needed[seq] = max(needed.get(seq, 0), length)
+    bases: dict[int, tuple[int | None, int]] = {}
+    pending = set(needed)
+    while pending:  # newest first: an array is always newer than its base
+        seq = max(pending)
+        pending.remove(seq)
         base, base_len = engine.conn.fetchone(
             "SELECT base_id, base_len FROM rewind_seqs WHERE id = ?", (seq,)
         )
-        arrays[seq] = (base, base_len)
+        bases[seq] = (base, base_len)
         if base is not None:
-            pending.append(base)
-    return [(seq, *arrays[seq]) for seq in sorted(arrays)]
+            needed[base] = max(needed.get(base, 0), min(base_len, needed[seq]))
+            pending.add(base)
+    return [(seq, *bases[seq], needed[seq]) for seq in sorted(needed)]
 
 
-def _item_chunks(engine: Engine, seq: int) -> Iterator[tuple[int, list[bytes]]]:
+def _item_chunks(engine: Engine, seq: int, end: int) -> Iterator[tuple[int, list[bytes]]]:
+    """The array's own items below ``end``, a line's worth at a time."""
     chunk: list[bytes] = []
     start = None
     for idx, item in _rows(
         engine.conn.execute(
-            "SELECT idx, item FROM rewind_seq_items WHERE seq_id = ? ORDER BY idx", (seq,)
+            "SELECT idx, item FROM rewind_seq_items WHERE seq_id = ? AND idx < ? ORDER BY idx",
+            (seq, end),
         )
     ):
         if start is None:
@@ -298,12 +313,14 @@ def _item_chunks(engine: Engine, seq: int) -> Iterator[tuple[int, list[bytes]]]:
 
 
 class _Importer:
-    """Applies one export file's records, checking each as it goes."""
+    """Applies one export file's records, checking every field as it goes."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.clock = 0
         self.branches: dict[int, int] = {}
         self.arrays: dict[int, int] = {}
+        self.commits: dict[int, int] = {}  # version -> (new) branch id
         self.result = TransferCounts()
         self.line_number = 0
         self.section = 0
@@ -311,10 +328,51 @@ class _Importer:
     def fail(self, why: str) -> ImportFormatError:
         return ImportFormatError(f"line {self.line_number}: {why}", line=self.line_number)
 
+    # -- field checks ------------------------------------------------------------
+
+    def integer(self, record: dict[str, Any], name: str, *, optional: bool = False) -> Any:
+        value = record.get(name)
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+            raise self.fail(f"{name!r} must be a non-negative integer, not {value!r}")
+        return value
+
+    def text(self, record: dict[str, Any], name: str, what: str) -> str:
+        try:
+            return check_name(record.get(name), what)
+        except RewindError as error:
+            raise self.fail(f"{name!r}: {error.message}") from None
+
+    def optional_text(self, record: dict[str, Any], name: str) -> str | None:
+        try:
+            return check_text(record.get(name), name)
+        except RewindError as error:
+            raise self.fail(f"{name!r}: {error.message}") from None
+
     def branch_id(self, old: Any) -> int:
-        if old not in self.branches:
+        if isinstance(old, bool) or old not in self.branches:
             raise self.fail(f"refers to branch id {old!r}, which the file has not defined")
         return self.branches[old]
+
+    def version_of(self, record: dict[str, Any], branch_id: int) -> int:
+        """The record's version: one of the file's commits, made on the record's branch."""
+        version = self.integer(record, "version")
+        if self.commits.get(version) != branch_id:
+            raise self.fail(f"version {version} is not a commit of this record's branch")
+        return int(version)
+
+    # -- records -----------------------------------------------------------------
+
+    def header(self, record: dict[str, Any]) -> None:
+        if record.get("type") != "header" or record.get("format") != FORMAT:
+            raise self.fail("not a rewinddb export (no header record)")
+        if record.get("format_version") != FORMAT_VERSION:
+            raise self.fail(
+                f"export format {record.get('format_version')!r} is not supported "
+                f"(this rewinddb reads {FORMAT_VERSION})"
+            )
+        self.clock = self.integer(record, "clock")
 
     def apply(self, record: dict[str, Any]) -> None:
         kind = record.get("type")
@@ -326,6 +384,8 @@ class _Importer:
         self.section = max(self.section, order)
         try:
             getattr(self, f"apply_{kind}")(record)
+        except sqlite3.Error as error:
+            raise self.fail(f"{kind!r} record cannot be stored ({error})") from None
         except (KeyError, TypeError, ValueError) as error:
             if isinstance(error, RewindError):
                 raise
@@ -334,19 +394,27 @@ class _Importer:
 
     def apply_branch(self, r: dict[str, Any]) -> None:
         conn = self.engine.conn
-        name, parent, deleted_at = r["name"], r["parent"], r["deleted_at"]
+        old_id = self.integer(r, "id")
+        name = self.text(r, "name", "branch")
+        parent = r.get("parent")
+        forked_at, created_at = self.integer(r, "forked_at"), self.integer(r, "created_at")
+        deleted_at = self.integer(r, "deleted_at", optional=True)
+        if old_id in self.branches:
+            raise self.fail(f"branch id {old_id} is defined twice")
+        if forked_at > self.clock:
+            raise self.fail(f"branch {name!r} is forked at {forked_at}, after the file's clock")
         if name == DEFAULT_BRANCH and parent is None and deleted_at is None:
             # The target has no history, so its default branch becomes the file's.
-            self.branches[r["id"]] = self.engine.branch(DEFAULT_BRANCH).id
+            self.branches[old_id] = self.engine.branch(DEFAULT_BRANCH).id
             conn.execute(
                 "UPDATE rewind_branches SET created_at = ? WHERE id = ?",
-                (int(r["created_at"]), self.branches[r["id"]]),
+                (created_at, self.branches[old_id]),
             )
             self.result.branches.append(name)
             return
-        if deleted_at is None and conn.fetchone(
-            "SELECT 1 FROM rewind_branches WHERE name = ? AND deleted_at IS NULL", (name,)
-        ):
+        if parent is None:
+            raise self.fail(f"branch {name!r} has no parent (only 'default' is a root)")
+        if deleted_at is None and self.engine.live_branch_id(name) is not None:
             raise BranchExistsError(
                 f"line {self.line_number}: branch {name!r} already exists in this database; "
                 "nothing was imported",
@@ -355,95 +423,104 @@ class _Importer:
         cursor = conn.execute(
             "INSERT INTO rewind_branches (name, parent_id, forked_at, created_at, deleted_at) "
             "VALUES (?, ?, ?, ?, ?)",
-            (
-                name,
-                None if parent is None else self.branch_id(parent),
-                int(r["forked_at"]),
-                int(r["created_at"]),
-                deleted_at,
-            ),
+            (name, self.branch_id(parent), forked_at, created_at, deleted_at),
         )
         assert cursor.lastrowid is not None
-        self.branches[r["id"]] = cursor.lastrowid
+        self.branches[old_id] = cursor.lastrowid
         if deleted_at is None:
             self.result.branches.append(name)
 
     def apply_array(self, r: dict[str, Any]) -> None:
-        base = r["base"]
+        old_id, base = self.integer(r, "id"), r.get("base")
         if base is not None and base not in self.arrays:
-            raise self.fail(f"array {r['id']} builds on array {base}, not defined before it")
-        self.arrays[r["id"]] = self.engine.arrays.create(
-            None if base is None else self.arrays[base], int(r["base_len"])
+            raise self.fail(f"array {old_id} builds on array {base!r}, not defined before it")
+        self.arrays[old_id] = self.engine.arrays.create(
+            None if base is None else self.arrays[base], self.integer(r, "base_len")
         )
 
     def apply_items(self, r: dict[str, Any]) -> None:
-        if r["array"] not in self.arrays:
-            raise self.fail(f"items of array {r['array']}, not defined before them")
+        items = r.get("items")
+        if not isinstance(items, list):
+            raise self.fail("'items' must be a list")
         self.engine.arrays.append_items(
-            self.arrays[r["array"]], int(r["start"]), [dumps(item) for item in r["items"]]
+            self._array(r.get("array")), self.integer(r, "start"), [dumps(i) for i in items]
         )
 
+    def _array(self, old: Any) -> int:
+        if isinstance(old, bool) or old not in self.arrays:
+            raise self.fail(f"refers to array {old!r}, which the file has not defined")
+        return self.arrays[old]
+
     def apply_commit(self, r: dict[str, Any]) -> None:
+        version, branch_id = self.integer(r, "version"), self.branch_id(r.get("branch"))
+        if version in self.commits or not 0 < version <= self.clock:
+            raise self.fail(f"commit {version} is repeated or outside the file's clock")
         merge = r.get("merge_branch")
         self.engine.conn.execute(
             "INSERT INTO rewind_commits (version, branch_id, ts, trigger, message, "
             "merge_branch_id, merge_version) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
-                int(r["version"]),
-                self.branch_id(r["branch"]),
-                int(r["ts"]),
-                r.get("trigger"),
-                r.get("message"),
+                version,
+                branch_id,
+                self.integer(r, "ts"),
+                self.optional_text(r, "trigger"),
+                self.optional_text(r, "message"),
                 None if merge is None else self.branch_id(merge),
-                r.get("merge_version"),
+                self.integer(r, "merge_version", optional=True),
             ),
         )
+        self.commits[version] = branch_id
 
     def apply_entry(self, r: dict[str, Any]) -> None:
-        kind = {name: code for code, name in _KINDS.items()}.get(r["kind"])
+        kind = {name: code for code, name in _KINDS.items()}.get(r.get("kind"))  # type: ignore[arg-type]
         if kind is None:
-            raise self.fail(f"unknown entry kind {r['kind']!r}")
+            raise self.fail(f"unknown entry kind {r.get('kind')!r}")
+        if r.get("space") not in _SPACES:
+            raise self.fail(f"unknown space {r.get('space')!r}")
+        branch_id = self.branch_id(r.get("branch"))
         body: bytes | None = None
         refs: bytes | None = None
         if kind == KIND_JSON:
             body = dumps(r["value"])
             if r.get("arrays"):
-                refs = dumps([[path, self._array(seq), n] for path, seq, n in r["arrays"]])
+                refs = dumps(
+                    [
+                        [path, self._array(seq), self.integer({"n": n}, "n")]
+                        for path, seq, n in r["arrays"]
+                    ]
+                )
         elif kind == KIND_BYTES:
             body = base64.b64decode(r["value"], validate=True)
         self.engine.conn.execute(
             "INSERT INTO rewind_entries (branch_id, space, key, version, kind, body, refs, "
             "trigger) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                self.branch_id(r["branch"]),
+                branch_id,
                 r["space"],
-                r["key"],
-                int(r["version"]),
+                self.text(r, "key", "key"),
+                self.version_of(r, branch_id),
                 kind,
                 body,
                 refs,
-                r.get("trigger"),
+                self.optional_text(r, "trigger"),
             ),
         )
 
-    def _array(self, old: int) -> int:
-        if old not in self.arrays:
-            raise self.fail(f"refers to array {old}, which the file has not defined")
-        return self.arrays[old]
-
     def apply_event(self, r: dict[str, Any]) -> None:
         engine = self.engine
-        record = engine.branch_by_id(self.branch_id(r["branch"]))
-        version, sequence = int(r["version"]), int(r["sequence"])
+        record = engine.branch_by_id(self.branch_id(r.get("branch")))
+        version, sequence = self.version_of(r, record.id), self.integer(r, "sequence")
+        event_type = self.text(r, "event_type", "event_type")
         payload = dumps(r["payload"])
         last = last_event(engine, record, version)
         expected = last[0] + 1 if last else 0
-        digest = event_hash(last[1] if last else "", sequence, r["event_type"], version, payload)
-        if sequence != expected or digest != r["hash"]:
+        digest = event_hash(last[1] if last else "", sequence, event_type, version, payload)
+        if sequence != expected or digest != r.get("hash"):
             raise self.fail(
                 f"broken hash chain: event {sequence} of branch {record.name!r} does not "
                 "follow the events before it (edited, missing or reordered)"
             )
+        origin = r.get("origin")
         engine.conn.execute(
             "INSERT INTO rewind_events (branch_id, sequence, version, event_type, payload, ts, "
             "hash, origin_branch_id, origin_sequence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -451,11 +528,11 @@ class _Importer:
                 record.id,
                 sequence,
                 version,
-                r["event_type"],
+                event_type,
                 payload,
-                int(r["ts"]),
+                self.integer(r, "ts"),
                 digest,
-                *self._origin(r.get("origin")),
+                *self._origin(origin),
             ),
         )
 
@@ -463,7 +540,17 @@ class _Importer:
         """The event a carried event copies, in this database's branch ids."""
         if origin is None:
             return None, None
-        return self.branch_id(origin[0]), int(origin[1])
+        if not isinstance(origin, list) or len(origin) != 2:
+            raise self.fail(f"'origin' must be [branch id, sequence], not {origin!r}")
+        return self.branch_id(origin[0]), self.integer({"sequence": origin[1]}, "sequence")
+
+    def finish(self) -> None:
+        """Keep the original clock: versions the file left out stay in the past."""
+        if self.clock > max(self.commits, default=0):
+            self.engine.conn.execute(
+                "INSERT INTO rewind_meta (key, value) VALUES ('clock_floor', ?)",
+                (str(self.clock),),
+            )
 
 
 def import_jsonl(
@@ -497,13 +584,7 @@ def import_jsonl(
             if end_seen:
                 raise importer.fail("records after the end record")
             if not header_seen:
-                if record.get("type") != "header" or record.get("format") != FORMAT:
-                    raise importer.fail("not a rewinddb export (no header record)")
-                if record.get("format_version") != FORMAT_VERSION:
-                    raise importer.fail(
-                        f"export format {record.get('format_version')!r} is not supported "
-                        f"(this rewinddb reads {FORMAT_VERSION})"
-                    )
+                importer.header(record)
                 header_seen = True
             elif record.get("type") == "end":
                 if record.get("counts") != importer.result.counts:
@@ -512,6 +593,7 @@ def import_jsonl(
                         f"{importer.result.counts}"
                     )
                 end_seen = True
+                importer.finish()
             else:
                 importer.apply(record)
         if not end_seen:

@@ -156,7 +156,7 @@ def test_import_refuses_an_existing_branch(tmp_path: Path, exported: list[bytes]
         (lambda lines: [*lines[:2], b"[1, 2]\n", *lines[2:]], "JSON object"),
         (lambda lines: [*lines, b'{"type":"branch"}\n'], "after the end"),
         (lambda lines: [lines[0], lines[-1]], "counts"),
-        (lambda lines: [*lines[:2], b'{"type":"commit","version":1}\n', *lines[2:]], "malformed"),
+        (lambda lines: [*lines[:2], b'{"type":"commit","version":1}\n', *lines[2:]], "branch id None"),
     ],
     ids=[
         "truncated",
