@@ -42,6 +42,23 @@ DURABILITY_LEVELS = {"normal": "NORMAL", "full": "FULL"}
 Params = Sequence[Any]
 
 
+def check_options(durability: object, busy_timeout: object) -> None:
+    """Refuse bad ``open()`` options before anything is created on disk."""
+    if durability not in DURABILITY_LEVELS:
+        raise RewindError(
+            f"durability must be one of {sorted(DURABILITY_LEVELS)}, not {durability!r}",
+            code="invalid.option",
+        )
+    if (
+        isinstance(busy_timeout, bool)
+        or not isinstance(busy_timeout, (int, float))
+        or not 0 <= busy_timeout < 10**6
+    ):
+        raise RewindError(
+            f"busy_timeout is a number of seconds, not {busy_timeout!r}", code="invalid.option"
+        )
+
+
 class Connection:
     """A SQLite connection with explicit transactions and a lock for threads."""
 
@@ -53,11 +70,7 @@ class Connection:
         readonly: bool = False,
         busy_timeout: float = 60.0,
     ) -> None:
-        if durability not in DURABILITY_LEVELS:
-            raise RewindError(
-                f"durability must be one of {sorted(DURABILITY_LEVELS)}, not {durability!r}",
-                code="invalid.option",
-            )
+        check_options(durability, busy_timeout)
         self.path = directory / DB_FILENAME
         self.readonly = readonly
         self.busy_timeout = busy_timeout

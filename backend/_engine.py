@@ -69,6 +69,26 @@ def check_name(value: Any, what: str) -> str:
         raise InvalidInputError(f"{what} must not contain NUL characters", code=f"invalid.{what}")
     if len(value) > 1024:
         raise InvalidInputError(f"{what} is longer than 1024 characters", code=f"invalid.{what}")
+    _check_utf8(value, what)
+    return value
+
+
+def _check_utf8(value: str, what: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(
+            f"{what} is not valid Unicode text (it holds a lone surrogate)",
+            code=f"invalid.{what}",
+        ) from None
+
+
+def check_count(value: Any, what: str) -> int:
+    """Sequences, limits, indexes: a non-negative int that fits in 64 bits."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+        raise InvalidInputError(
+            f"{what} must be a non-negative int, not {value!r}", code=f"invalid.{what}"
+        )
     return value
 
 
@@ -78,6 +98,7 @@ def check_text(value: Any, what: str) -> str | None:
         return None
     if not isinstance(value, str) or "\x00" in value:
         raise InvalidInputError(f"{what} must be a string or None", code=f"invalid.{what}")
+    _check_utf8(value, what)
     return value
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._engine import MISSING, AsOf, Engine, WriteContext, check_name, check_text
-from .diff import same
+from ._values import same
 from .models import HistoryEntry, from_micros
 
 

@@ -18,6 +18,8 @@ from .errors import InvalidValueError
 _DUMPS_OPTIONS = orjson.OPT_SORT_KEYS
 _SCALARS = (str, bool, int, type(None))
 _MAX_INT = 2**63 - 1
+#: Deeper values are refused (orjson's own limit is 255; self-containing lists never end).
+MAX_DEPTH = 128
 _MIN_INT = -(2**63)
 
 
@@ -25,9 +27,14 @@ def validate(value: Any, *, allow_bytes: bool = True) -> None:
     """Raise ``InvalidValueError`` naming the first part of ``value`` that is not JSON."""
     if allow_bytes and isinstance(value, (bytes, bytearray, memoryview)):
         return
-    stack: list[tuple[Any, str]] = [(value, "$")]
+    stack: list[tuple[Any, str, int]] = [(value, "$", 0)]
     while stack:
-        item, where = stack.pop()
+        item, where, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise InvalidValueError(
+                f"the value is nested deeper than {MAX_DEPTH} levels at {where} "
+                "(or contains itself)"
+            )
         if isinstance(item, _SCALARS):
             if isinstance(item, int) and not _MIN_INT <= item <= _MAX_INT:
                 raise InvalidValueError(
@@ -47,10 +54,10 @@ def validate(value: Any, *, allow_bytes: bool = True) -> None:
                     raise InvalidValueError(
                         f"object key {k!r} at {where} is not a string; JSON keys are strings"
                     )
-                stack.append((v, f"{where}.{k}"))
+                stack.append((v, f"{where}.{k}", depth + 1))
             continue
         if isinstance(item, (list, tuple)):
-            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(item))
+            stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(item))
             continue
         raise InvalidValueError(
             f"{type(item).__name__} at {where} is not a JSON value (use dict, list, str, "
@@ -60,16 +67,14 @@ def validate(value: Any, *, allow_bytes: bool = True) -> None:
 
 def dumps(value: Any) -> bytes:
     """Canonical JSON bytes of an already validated value."""
-    return orjson.dumps(value, option=_DUMPS_OPTIONS)
+    try:
+        return orjson.dumps(value, option=_DUMPS_OPTIONS)
+    except orjson.JSONEncodeError as error:  # e.g. a string with a lone surrogate
+        raise InvalidValueError(f"the value cannot be stored as JSON: {error}") from None
 
 
 def loads(data: bytes | str) -> Any:
     return orjson.loads(data)
-
-
-def canonical(value: Any) -> Any:
-    """The value as it reads back after storage: tuples become lists, keys sorted."""
-    return orjson.loads(dumps(value))
 
 
 def jsonable(value: Any) -> Any:
@@ -77,3 +82,21 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return {"$bytes": bytes(value).hex()}
     return value
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal as stored values (``1``, ``1.0`` and ``True`` are different JSON).
+
+    ``MISSING``-style sentinels are compared by identity.
+    """
+    if a is b:
+        return True
+    if isinstance(a, (bytes, bytearray)) or isinstance(b, (bytes, bytearray)):
+        return isinstance(a, (bytes, bytearray)) and isinstance(b, (bytes, bytearray)) and a == b
+    if not _is_json(a) or not _is_json(b):
+        return False
+    return dumps(a) == dumps(b)
+
+
+def _is_json(value: Any) -> bool:
+    return isinstance(value, (dict, list, tuple, str, int, float, type(None)))

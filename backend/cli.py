@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import orjson
 
@@ -19,6 +21,7 @@ from ._progress import Progress
 from ._values import jsonable
 from .database import open as open_database
 from .errors import RewindError
+from .transfer import TransferCounts
 
 
 def _as_of(text: str | None) -> int | datetime | None:
@@ -113,26 +116,36 @@ def cmd_diff(args: argparse.Namespace) -> None:
 
 def cmd_export(args: argparse.Namespace) -> None:
     with open_database(args.path, readonly=True) as db:
+        for name in args.branch or ():
+            db.branches.get(name)  # an unknown branch fails before the file is created
         progress = Progress("exporting", 0, "records")
-        out = sys.stdout.buffer if args.output == "-" else open(args.output, "wb")  # noqa: SIM115
-        try:
-            counts = db.export_jsonl(out, branches=args.branch or None, progress=progress)
-        finally:
-            if out is not sys.stdout.buffer:
-                out.close()
+        if args.output == "-":
+            counts = db.export_jsonl(sys.stdout.buffer, branches=args.branch, progress=progress)
+        else:
+            with open(args.output, "wb") as out:
+                counts = db.export_jsonl(out, branches=args.branch, progress=progress)
         print(f"exported {counts}", file=sys.stderr)
 
 
 def cmd_import(args: argparse.Namespace) -> None:
-    source = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")  # noqa: SIM115
+    target = Path(args.path)
+    existed = target.exists()
     try:
-        size = os.fstat(source.fileno()).st_size if source is not sys.stdin.buffer else 0
-        with open_database(args.path) as db:
-            counts = db.import_jsonl(source, progress=Progress("importing", size, "bytes"))
-        print(f"imported {counts} into {args.path}", file=sys.stderr)
-    finally:
-        if source is not sys.stdin.buffer:
-            source.close()
+        if args.file == "-":
+            counts = _import(target, sys.stdin.buffer, 0)
+        else:
+            with open(args.file, "rb") as source:
+                counts = _import(target, source, os.fstat(source.fileno()).st_size)
+    except BaseException:
+        if not existed and target.exists():
+            shutil.rmtree(target)  # a failed import leaves no empty database behind
+        raise
+    print(f"imported {counts} into {args.path}", file=sys.stderr)
+
+
+def _import(target: Path, source: IO[bytes], size: int) -> TransferCounts:
+    with open_database(target) as db:
+        return db.import_jsonl(source, progress=Progress("importing", size, "bytes"))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -193,8 +206,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RewindError as error:
         print(f"rewinddb: error: {error}", file=sys.stderr)
         return 1
-    except BrokenPipeError:  # the reader went away (``| head``): stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError as error:
+        if isinstance(error, BrokenPipeError):  # the reader went away (``| head``)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
+        print(f"rewinddb: error: {error}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from ._connection import DB_FILENAME, Connection, is_busy, storage_error
-from ._engine import DEFAULT_BRANCH, AsOf, Engine, check_name
+from ._connection import DB_FILENAME, Connection, check_options, is_busy, storage_error
+from ._engine import DEFAULT_BRANCH, AsOf, Engine, check_count, check_name
 from ._progress import Progress
 from ._values import validate
 from .branches import Branches
@@ -191,7 +191,7 @@ class Database(_Primitives):
             sql += " ORDER BY version DESC"
             if limit is not None:
                 sql += " LIMIT ?"
-                params.append(int(limit))
+                params.append(check_count(limit, "limit"))
             commits = []
             for row in engine.conn.fetchall(sql, params):
                 version, branch_id, ts, trigger, message, merge_id, merge_version = row
@@ -233,6 +233,7 @@ def open(
         raise RewindError(
             f"path must be a directory path, not {type(path).__name__}", code="invalid.path"
         )
+    check_options(durability, busy_timeout)
     directory = Path(path)
     if directory.exists() and not directory.is_dir():
         raise NotADatabaseError(

@@ -15,19 +15,10 @@ from typing import Any, Literal
 
 from . import jsonpath
 from ._engine import MISSING, BranchRecord, Engine
-from ._values import dumps, jsonable
+from ._values import dumps, jsonable, same
 from .events import events_between
 
 ChangeKind = Literal["added", "removed", "changed"]
-
-
-def same(a: Any, b: Any) -> bool:
-    """Equal as stored values (``1``, ``1.0`` and ``True`` are different JSON)."""
-    if a is MISSING or b is MISSING:
-        return a is b
-    if isinstance(a, bytes) or isinstance(b, bytes):
-        return isinstance(a, bytes) and isinstance(b, bytes) and a == b
-    return a is b or dumps(a) == dumps(b)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from ._engine import AsOf, BranchRecord, Engine, check_name
+from ._engine import AsOf, BranchRecord, Engine, check_count, check_name
 from ._values import dumps, loads, validate
 from .errors import AppendConflictError, EventNotFound, InvalidInputError
 from .models import Event, EventItem, from_micros
@@ -188,14 +188,8 @@ class Events:
         exactly n events, else ``AppendConflictError`` and nothing is written."""
         check_name(event_type, "event_type")
         validate(payload, allow_bytes=False)
-        if expected_index is not None and (
-            isinstance(expected_index, bool)
-            or not isinstance(expected_index, int)
-            or expected_index < 0
-        ):
-            raise InvalidInputError(
-                "expected_index must be a non-negative int", code="invalid.expected_index"
-            )
+        if expected_index is not None:
+            check_count(expected_index, "expected_index")
         payload_bytes = dumps(payload)
         engine = self._engine
         with engine.writing(self._branch, trigger, message) as write:
@@ -238,12 +232,8 @@ class Events:
         if event_type is not None:
             check_name(event_type, "event_type")
         for name, number in (("after", after), ("limit", limit)):
-            if number is not None and (
-                isinstance(number, bool) or not isinstance(number, int) or number < 0
-            ):
-                raise InvalidInputError(
-                    f"{name} must be a non-negative int", code=f"invalid.{name}"
-                )
+            if number is not None:
+                check_count(number, name)
         engine = self._engine
         with engine.conn.lock:
             record = engine.branch(self._branch)
@@ -276,8 +266,7 @@ class Events:
 
     def get(self, sequence: int, *, as_of: AsOf = None) -> Event:
         """The event with this sequence number; ``EventNotFound`` if there is none."""
-        if isinstance(sequence, bool) or not isinstance(sequence, int):
-            raise InvalidInputError("sequence must be an int", code="invalid.sequence")
+        check_count(sequence, "sequence")
         engine = self._engine
         with engine.conn.lock:
             record = engine.branch(self._branch)

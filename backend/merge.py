@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from . import jsonpath
 from ._engine import MISSING, BranchRecord, Engine
-from .diff import same
+from ._values import same
 from .errors import InvalidInputError, MergeConflictError
 from .events import append_event, identity
 

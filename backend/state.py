@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from ._engine import MISSING, AsOf, check_name
+from ._engine import MISSING, AsOf, check_count, check_name
 from ._keyspace import KeySpace
 from ._values import jsonable, validate
 from .errors import InvalidInputError, NotFoundError
@@ -78,10 +78,8 @@ class State(KeySpace):
 
     def history(self, key: str | None = None, limit: int | None = None) -> list[Transition]:
         """Transitions oldest first: of ``key``, or of every key; the last ``limit`` only."""
-        if limit is not None and (
-            isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
-        ):
-            raise InvalidInputError("limit must be a non-negative int", code="invalid.limit")
+        if limit is not None:
+            check_count(limit, "limit")
         previous: dict[str, Any] = {}
         transitions = []
         for entry in self._history(key, None):

@@ -98,6 +98,19 @@ def export_jsonl(
     progress: Progress | None = None,
 ) -> TransferCounts:
     """Write the history of ``branches`` (default: all, deleted ones included) to ``out``."""
+    if branches is not None and (
+        isinstance(branches, (str, bytes)) or not isinstance(branches, Sequence)
+    ):
+        raise RewindError(
+            f"branches is a list of branch names, not {branches!r}", code="invalid.branches"
+        )
+    try:
+        out.write(b"")
+    except TypeError:
+        raise RewindError(
+            "export writes bytes: open the file in binary mode ('wb') or use sys.stdout.buffer",
+            code="invalid.output",
+        ) from None
     conn = engine.conn
     with conn.lock, conn.snapshot():
         ids = _exported_branch_ids(engine, branches)
@@ -560,6 +573,11 @@ def import_jsonl(
 
     The database must have no history yet (no commits): versions and hashes are kept.
     """
+    if isinstance(lines, (str, bytes)) or not isinstance(lines, Iterable):
+        raise RewindError(
+            "import reads an export: an open binary file or an iterable of its lines",
+            code="invalid.import",
+        )
     importer = _Importer(engine)
     with engine.conn.write():
         if engine.clock() != 0:
@@ -571,6 +589,8 @@ def import_jsonl(
         header_seen = end_seen = False
         for line in lines:
             importer.line_number += 1
+            if not isinstance(line, (bytes, str)):
+                raise importer.fail(f"a line must be bytes or text, not {type(line).__name__}")
             if progress is not None:
                 progress.advance(len(line))
             if not line.strip():

@@ -163,3 +163,52 @@ def test_errors_are_catchable_as_builtins(db) -> None:  # type: ignore[no-untype
     with pytest.raises(ValueError):
         db.kv.put("k", float("nan"))
     assert str(rewinddb.BranchNotFound("x")).startswith("[not_found.engine.branch]")
+
+
+def test_values_that_contain_themselves_or_nest_too_deep(db, refused) -> None:  # type: ignore[no-untyped-def]
+    looped: list[object] = []
+    looped.append(looped)
+    deep: object = 1
+    for _ in range(300):
+        deep = [deep]
+    for value in (looped, deep):
+        with refused(db, rewinddb.InvalidValueError, "invalid.value"):
+            db.kv.put("k", value)
+        with refused(db, rewinddb.InvalidValueError, "invalid.value"):
+            db.events.append("e", value)
+        with refused(db, rewinddb.InvalidValueError, "invalid.value"):
+            db.state.set("s", value)
+
+
+def test_lone_surrogates_are_refused(db, refused) -> None:  # type: ignore[no-untyped-def]
+    bad = "broken \ud800 text"
+    with refused(db, rewinddb.InvalidValueError, "invalid.value"):
+        db.kv.put("k", bad)
+    with refused(db, rewinddb.InvalidValueError, "invalid.value"):
+        db.json.set("doc", "$", {bad: 1})
+    with refused(db, rewinddb.InvalidInputError, "invalid.key"):
+        db.kv.put(bad, 1)
+    with refused(db, rewinddb.InvalidInputError, "invalid.branch"):
+        db.branches.fork("default", bad)
+    with refused(db, rewinddb.InvalidInputError, "invalid.trigger"):
+        db.kv.put("k", 1, trigger=bad)
+    with refused(db, rewinddb.InvalidInputError, "invalid.event_type"):
+        db.events.append(bad, {})
+    with db.transaction(), pytest.raises(rewinddb.InvalidValueError):
+        db.kv.put("k", bad)  # refused inside a transaction: the rest goes on
+    assert db.kv.get("k") == 1
+
+
+@pytest.mark.parametrize("number", [2**70, -1, "1", 1.0, True])
+def test_counts_must_be_non_negative_ints(db, refused, number) -> None:  # type: ignore[no-untyped-def]
+    for call, code in (
+        (lambda: db.events.get(number), "invalid.sequence"),
+        (lambda: db.events.list(after=number), "invalid.after"),
+        (lambda: db.events.list(limit=number), "invalid.limit"),
+        (lambda: db.branches.fork("default", "x", at_event=number), "invalid.sequence"),
+        (lambda: db.commits(limit=number), "invalid.limit"),
+        (lambda: db.state.history(limit=number), "invalid.limit"),
+        (lambda: db.events.append("e", {}, expected_index=number), "invalid.expected_index"),
+    ):
+        with refused(db, rewinddb.InvalidInputError, code):
+            call()

@@ -128,3 +128,27 @@ def test_a_view_of_a_deleted_branch_fails_clearly(db: rewinddb.Database) -> None
         view.events.list()
     with pytest.raises(rewinddb.BranchNotFound):
         view.kv.put("k", 1)
+
+
+def test_forking_a_branch_with_uncommitted_writes_is_refused(db: rewinddb.Database) -> None:
+    with db.transaction():
+        db.kv.put("a", 1)
+        with pytest.raises(rewinddb.RewindError) as info:
+            db.branches.fork("default", "snap")
+        assert info.value.code == "invalid.transaction"
+        db.kv.put("a", 2)
+    db.branches.fork("default", "snap")
+    assert db.at("snap").kv.get("a") == 2
+
+
+def test_a_rolled_back_fork_is_forgotten_by_every_handle(db_path) -> None:  # type: ignore[no-untyped-def]
+    with rewinddb.open(db_path) as first, rewinddb.open(db_path) as second:
+        first.kv.put("k", "v1")
+        with pytest.raises(RuntimeError), first.transaction():
+            first.branches.fork("default", "tmp")
+            first.at("tmp").events.list()  # cached while it existed
+            raise RuntimeError("abandon")
+        second.kv.put("k", "v2")
+        second.branches.fork("default", "real")  # may reuse the rolled-back row's id
+        second.branches.fork("real", "child")
+        assert first.at("child").kv.get("k") == second.at("child").kv.get("k") == "v2"

@@ -153,3 +153,32 @@ def test_merge_bad_input(forked: rewinddb.Database, refused) -> None:  # type: i
         db.branches.merge("nope", "default")
     with refused(db, rewinddb.BranchNotFound, "not_found.engine.branch"):
         db.branches.merge("run", "nope")
+
+
+def test_a_merge_inside_a_transaction_records_its_second_parent(
+    forked: rewinddb.Database,
+) -> None:
+    db = forked
+    db.at("run").kv.put("a", 1)
+    with db.transaction():
+        db.kv.put("before", 1)
+        db.branches.merge("run", "default")
+    assert db.commits()[0].merged_from == "run"
+    db.kv.delete("a")
+    assert db.branches.merge("run", "default").up_to_date  # "a" does not come back
+    assert db.kv.get("a") is None
+
+
+def test_the_merge_base_sees_merges_made_by_an_ancestor_of_the_source(
+    db: rewinddb.Database,
+) -> None:
+    db.branches.fork("default", "p")
+    db.at("p").kv.put("k", 1)
+    db.at("p").events.append("from p", {})
+    db.branches.merge("p", "default", events="append")
+    db.kv.delete("k")
+    db.branches.fork("p", "s")  # s changed nothing since p was merged
+    receipt = db.branches.merge("s", "default", events="append")
+    assert db.kv.get("k") is None
+    assert receipt.up_to_date
+    assert [i.event.event_type for i in db.events.list()] == ["from p"]

@@ -154,3 +154,13 @@ def test_a_writer_that_waits_too_long_gets_a_clear_busy_error(db_path: Path) -> 
                 other.kv.put("k", 1)
             assert info.value.code == "busy"
         assert other.kv.put("k", 1) == 2  # the lock is free again
+
+
+@pytest.mark.parametrize(
+    "options", [{"busy_timeout": "x"}, {"busy_timeout": -1}, {"durability": "paranoid"}]
+)
+def test_bad_options_create_nothing(tmp_path: Path, options: dict[str, object]) -> None:
+    with pytest.raises(rewinddb.RewindError) as info:
+        rewinddb.open(tmp_path / "new", **options)  # type: ignore[arg-type]
+    assert info.value.code == "invalid.option"
+    assert not (tmp_path / "new").exists()

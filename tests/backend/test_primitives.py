@@ -206,3 +206,32 @@ def test_big_values_round_trip(db: rewinddb.Database) -> None:
     assert db.json.get("chat", as_of=v2) == doc
     assert db.json.get("chat", "$.messages[0].text") == "edited"
     assert db.json.get("chat", "$.messages[50].n") == 50
+
+
+def test_a_write_rolled_back_inside_a_transaction_leaves_the_rest_whole(
+    db: rewinddb.Database,
+) -> None:
+    db.kv.put("x", 0)
+    with db.transaction():
+        with pytest.raises(RuntimeError), db.transaction():
+            db.kv.put("a", 1)
+            raise RuntimeError("inner step failed")
+        assert db.kv.put("a", 2) == 2
+        db.kv.put("b", 3)
+    assert (db.version, db.kv.get("a"), db.kv.get("b")) == (2, 2, 3)
+    db.branches.fork("default", "other")
+    db.at("other").kv.put("c", 4)
+    assert db.kv.keys() == ["a", "b", "x"]
+
+
+def test_each_write_in_a_transaction_keeps_its_own_trigger(db: rewinddb.Database) -> None:
+    with db.transaction():
+        db.state.set("a", 1, "tests_passed")
+        db.state.set("b", 2, "review_done")
+        db.kv.put("c", 3)
+    assert [(t.key, t.trigger) for t in db.state.history()] == [
+        ("a", "tests_passed"),
+        ("b", "review_done"),
+    ]
+    assert db.kv.history("c")[0].trigger == "tests_passed"  # the commit's trigger
+    assert db.commits()[0].trigger == "tests_passed"

@@ -156,7 +156,10 @@ def test_import_refuses_an_existing_branch(tmp_path: Path, exported: list[bytes]
         (lambda lines: [*lines[:2], b"[1, 2]\n", *lines[2:]], "JSON object"),
         (lambda lines: [*lines, b'{"type":"branch"}\n'], "after the end"),
         (lambda lines: [lines[0], lines[-1]], "counts"),
-        (lambda lines: [*lines[:2], b'{"type":"commit","version":1}\n', *lines[2:]], "branch id None"),
+        (
+            lambda lines: [*lines[:2], b'{"type":"commit","version":1}\n', *lines[2:]],
+            "branch id None",
+        ),
     ],
     ids=[
         "truncated",
@@ -229,3 +232,103 @@ def test_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     progress.advance(5)
     progress.close()
     assert quiet.getvalue() == ""
+
+
+def test_a_partial_import_keeps_the_original_clock(tmp_path: Path) -> None:
+    with rewinddb.open(tmp_path / "a") as db:
+        db.kv.put("a", 1)
+        db.branches.fork("default", "x")
+        db.at("x").kv.put("noise", 1)
+        db.at("x").kv.put("noise", 2)
+        db.branches.fork("default", "y")
+        db.at("y").kv.put("mine", 1)
+        data = _export(db, branches=["y"])
+        clock = db.version
+    with rewinddb.open(tmp_path / "b") as copy:
+        copy.import_jsonl(io.BytesIO(data))
+        assert copy.version == clock
+        assert copy.kv.put("later", 1) == clock + 1  # lands after y's fork point
+        assert copy.at("y").kv.keys() == ["a", "mine"]
+        assert copy.at("y").kv.get("a", as_of=3) == 1  # a version the file left out
+
+
+def test_a_partial_export_leaves_other_branches_items_out(tmp_path: Path) -> None:
+    with rewinddb.open(tmp_path / "a") as db:
+        chat = [{"text": "m" * 300, "n": i} for i in range(10)]
+        db.json.set("chat", "$", chat)
+        db.branches.fork("default", "secret")
+        db.at("secret").json.set("chat", "$", [*chat, {"text": "TOP-SECRET-PASSWORD"}])
+        data = _export(db, branches=["default"])
+    assert b"TOP-SECRET" not in data
+    with rewinddb.open(tmp_path / "b") as copy:
+        copy.import_jsonl(io.BytesIO(data))
+        assert copy.json.get("chat") == chat
+
+
+@pytest.mark.parametrize(
+    ("swap", "match"),
+    [
+        ((b'"name":"run"', b'"name":""'), "must not be empty"),
+        ((b'"name":"run"', b'"name":5'), "must be a string"),
+        ((b'"space":"kv"', b'"space":123'), "unknown space"),
+        ((b'"deleted_at":null', b'"deleted_at":"yesterday"'), "non-negative integer"),
+        ((b'"trigger":"init"', b'"trigger":{"a":1}'), "'trigger'"),
+        ((b'"key":"task"', b'"key":["task"]'), "'key'"),
+        ((b'"version":1,"kind"', b'"version":999,"kind"'), "not a commit"),
+    ],
+    ids=["empty-name", "int-name", "space", "deleted_at", "trigger", "key", "version"],
+)
+def test_import_checks_every_field(tmp_path, exported, swap, match) -> None:  # type: ignore[no-untyped-def]
+    data = b"".join(exported)
+    assert swap[0] in data, swap[0]
+    _bad(
+        tmp_path,
+        data.replace(swap[0], swap[1], 1),
+        rewinddb.ImportFormatError,
+        "invalid.import",
+        match,
+    )
+
+
+def test_import_refuses_repeated_records(tmp_path: Path, exported: list[bytes]) -> None:
+    commit = next(line for line in exported if b'"type":"commit"' in line)
+    at = exported.index(commit)
+    _bad(
+        tmp_path,
+        b"".join([*exported[:at], commit, *exported[at:]]),
+        rewinddb.ImportFormatError,
+        "invalid.import",
+        "repeated",
+    )
+
+
+def test_export_and_import_argument_errors(tmp_path: Path) -> None:
+    with rewinddb.open(tmp_path / "a") as db:
+        with pytest.raises(rewinddb.RewindError) as info:
+            db.export_jsonl(io.StringIO())  # type: ignore[arg-type]
+        assert info.value.code == "invalid.output"
+        with pytest.raises(rewinddb.RewindError) as info:
+            db.export_jsonl(io.BytesIO(), branches="default")  # type: ignore[arg-type]
+        assert info.value.code == "invalid.branches"
+        with pytest.raises(rewinddb.RewindError) as info:
+            db.import_jsonl(None)  # type: ignore[arg-type]
+        assert info.value.code == "invalid.import"
+
+
+def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with rewinddb.open(tmp_path / "a") as db:
+        _build(db)
+    assert main(["import", str(tmp_path / "new"), str(tmp_path / "missing.jsonl")]) == 1
+    assert "No such file" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+    assert main(["export", str(tmp_path / "a"), "-o", str(tmp_path / "no" / "dir.jsonl")]) == 1
+    assert "No such file" in capsys.readouterr().err
+    assert (
+        main(["export", str(tmp_path / "a"), "--branch", "nope", "-o", str(tmp_path / "out.jsonl")])
+        == 1
+    )
+    assert "not_found.engine.branch" in capsys.readouterr().err
+    assert not (tmp_path / "out.jsonl").exists()
+    (tmp_path / "broken.jsonl").write_bytes(b'{"type":"header"}\n')
+    assert main(["import", str(tmp_path / "new"), str(tmp_path / "broken.jsonl")]) == 1
+    assert not (tmp_path / "new").exists()  # a failed import leaves no empty database
