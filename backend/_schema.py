@@ -139,9 +139,17 @@ class EventRow(SQLModel, table=True):
     origin_sequence: int | None = None
 
 
-#: The tables of a rewinddb database, in creation order (never SQLModel's global metadata,
-#: which also holds any tables the application defines).
+#: The tables of a rewinddb database, in creation order (never all of SQLModel's global
+#: metadata, which also holds any tables the application defines).
 TABLES = [
-    model.__table__  # type: ignore[attr-defined]
-    for model in (Meta, BranchRow, CommitRow, EntryRow, SeqRow, SeqItemRow, EventRow)
+    SQLModel.metadata.tables[name]
+    for name in (
+        "rewind_meta",
+        "rewind_branches",
+        "rewind_commits",
+        "rewind_entries",
+        "rewind_seqs",
+        "rewind_seq_items",
+        "rewind_events",
+    )
 ]

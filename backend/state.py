@@ -66,7 +66,11 @@ class State(KeySpace):
             validate(value)
         if not values:
             raise InvalidInputError("set_many needs at least one key", code="invalid.state")
-        return self._write(dict(values), trigger)
+        with self._engine.writing(self._branch, trigger) as write:
+            version = write.commit()
+            for key in sorted(values):
+                self._engine.write_value(write, self.space, key, values[key], validated=True)
+            return version
 
     def get_all(self, *, as_of: AsOf = None) -> dict[str, Any]:
         """All state as a dict (at ``as_of``)."""
@@ -121,20 +125,8 @@ class State(KeySpace):
         for key, value in snapshot.items():
             check_name(key, "key")
             validate(value)
-        return self._write(dict(snapshot), trigger, replace=True)
-
-    def _write(
-        self, values: dict[str, Any], trigger: str | None, *, replace: bool = False
-    ) -> int | None:
-        """Write ``values`` as one version; with ``replace`` the state becomes exactly
-        ``values`` (None if it already was)."""
         with self._engine.writing(self._branch, trigger) as write:
-            if replace:
-                return write.version if self._replace_all(write, values) else None
-            version = write.commit()
-            for key in sorted(values):
-                self._engine.write_value(write, self.space, key, values[key], validated=True)
-            return version
+            return write.version if self._replace_all(write, dict(snapshot)) else None
 
     def _transition_version(self, transition_id: str) -> int:
         if not isinstance(transition_id, str) or ":" not in transition_id:

@@ -573,7 +573,8 @@ def import_jsonl(
 
     The database must have no history yet (no commits): versions and hashes are kept.
     """
-    if isinstance(lines, (str, bytes)) or not isinstance(lines, Iterable):
+    given: object = lines
+    if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
         raise RewindError(
             "import reads an export: an open binary file or an iterable of its lines",
             code="invalid.import",

@@ -22,8 +22,9 @@ ambiguous; the machine then does not issue that merge (it keeps the model from c
 arbitrary tie-break).
 
 Events carried by ``events="append"``: the source's events that neither the merge base's
-log nor the target's log already holds. Each model event has an *origin* (the append that created it) that its
-copies keep, so an event already carried into the target is never carried again.
+log nor the target's log already holds. Each model event has an *origin* (the append that
+created it) that its copies keep, so an event already carried into the target is never
+carried again.
 
 Errors are modelled by class and ``code``. Where one fork has two faults the model takes
 the API's lookup order: an unknown source, then a bad ``at``, then a taken name. Invalid
