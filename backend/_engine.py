@@ -244,11 +244,19 @@ class Engine:
     def lineage(self, record: BranchRecord, version: int) -> list[tuple[int, int]]:
         """[(branch id, highest visible version)], the branch first, then its ancestors."""
         steps = [(record.id, version)]
+        cap = version
         while record.parent_id is not None:
-            cap = record.forked_at
-            record = self.branch_by_id(record.parent_id)
+            cap = min(cap, record.forked_at)  # a fork at an inherited event is below its
+            record = self.branch_by_id(record.parent_id)  # parent's own fork point
             steps.append((record.id, cap))
         return steps
+
+    def owner_at(self, record: BranchRecord, version: int) -> BranchRecord:
+        """The branch of ``record``'s lineage whose history holds ``version``: reading it
+        there gives what ``record`` inherited at that version (for inherited history)."""
+        while record.parent_id is not None and version < record.forked_at:
+            record = self.branch_by_id(record.parent_id)
+        return record
 
     def ranges(self, record: BranchRecord, version: int) -> dict[int, int]:
         return dict(self.lineage(record, version))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._engine import MISSING, AsOf, Engine, WriteContext, check_name, check_text
+from ._engine import MISSING, AsOf, BranchRecord, Engine, WriteContext, check_name, check_text
 from ._values import same
 from .models import HistoryEntry, from_micros
 
@@ -50,13 +50,16 @@ class KeySpace:
         engine = self._engine
         with engine.conn.lock:
             record = engine.branch(self._branch)
-            version = engine.resolve_as_of(record, as_of)
-            result = {}
-            for key in sorted(engine.keys(record, version, self.space)):
-                value = engine.read_value(record, version, self.space, key)
-                if value is not MISSING:
-                    result[key] = value
-            return result
+            return self._items_at(record, engine.resolve_as_of(record, as_of))
+
+    def _items_at(self, record: BranchRecord, version: int) -> dict[str, Any]:
+        engine = self._engine
+        result = {}
+        for key in sorted(engine.keys(record, version, self.space)):
+            value = engine.read_value(record, version, self.space, key)
+            if value is not MISSING:
+                result[key] = value
+        return result
 
     def _replace_all(self, write: WriteContext, values: dict[str, Any]) -> bool:
         """Within ``write``, make this space hold exactly ``values`` (validated already):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from ._engine import DEFAULT_BRANCH, AsOf, Engine, check_name, now_micros
+from ._engine import DEFAULT_BRANCH, AsOf, BranchRecord, Engine, check_name, now_micros
 from .errors import BranchExistsError, InvalidInputError
-from .events import Events
+from .events import Events, last_event
 from .merge import MergeReceipt, merge_branches
 from .models import Branch, from_micros
 
@@ -57,7 +57,7 @@ class Branches:
             record = engine.branch(source)
             engine.check_fork_source(record)
             if at_event is not None:
-                version = self._event_version(source, at_event)
+                version = self._event_version(record, at_event)
             else:
                 version = engine.resolve_as_of(record, at)
             if engine.live_branch_id(name) is not None:
@@ -72,14 +72,17 @@ class Branches:
             )
             return self.get(name)
 
-    def _event_version(self, source: str, sequence: int) -> int:
-        """The version a fork at event ``sequence`` of ``source`` is taken at."""
-        events = Events(self._engine, source)
-        version = events.get(sequence).version
-        if events.length(as_of=version) != sequence + 1:
+    def _event_version(self, record: BranchRecord, sequence: int) -> int:
+        """The version a fork at event ``sequence`` of ``record`` is taken at (events the
+        branch inherited included: the fork then starts below the branch's own fork point)."""
+        engine = self._engine
+        version = Events(engine, record.name).get(sequence).version
+        last = last_event(engine, engine.owner_at(record, version), version)
+        if last is None or last[0] != sequence:
             raise InvalidInputError(
-                f"event {sequence} of {source!r} was appended in one version together with "
-                "the events after it (a merge); fork at the last of them instead",
+                f"event {sequence} of {record.name!r} was appended in one version together "
+                "with the events after it (by a merge or a transaction); fork at the last "
+                "of them instead",
                 code="invalid.fork",
             )
         return version

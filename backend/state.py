@@ -110,7 +110,12 @@ class State(KeySpace):
         Nothing is lost: the history keeps every version, including the ones undone.
         """
         version = self._transition_version(transition_id)
-        return self.restore(self.get_all(as_of=version), trigger)
+        engine = self._engine
+        with engine.conn.lock:
+            record = engine.branch(self._branch)
+            # An inherited transition is read where it happened (this branch inherited it).
+            state = self._items_at(engine.owner_at(record, version), version)
+            return self.restore(state, trigger)
 
     def snapshot(self, *, as_of: AsOf = None) -> dict[str, Any]:
         """All state as a plain dict (at ``as_of``): give it to ``restore`` later."""
@@ -135,7 +140,7 @@ class State(KeySpace):
                 code="invalid.transition",
             )
         version_text, key = transition_id.split(":", 1)
-        if not version_text.isdigit():
+        if not version_text.isdigit() or not key:
             raise InvalidInputError(
                 f"{transition_id!r} is not a transition id (they look like '12:phase')",
                 code="invalid.transition",

@@ -147,3 +147,21 @@ def test_verify_finds_a_removed_event(db_path: Path) -> None:
     with rewinddb.open(db_path) as db:
         report = db.events.verify()
         assert (report.ok, report.first_bad, report.reason) == (False, 2, "sequence gap")
+
+
+def test_fork_at_an_inherited_event(db: rewinddb.Database) -> None:
+    db.events.append("plan", {})
+    db.kv.put("seen", "after plan")
+    db.events.append("act", {})
+    db.kv.put("seen", "after act")
+    db.branches.fork("default", "run")
+    db.at("run").events.append("run.step", {})
+    retry = db.branches.fork("run", "retry", at_event=0)  # event 0 came from default
+    assert (retry.parent, retry.forked_at) == ("run", db.events.get(0).version)
+    view = db.at("retry")
+    assert [i.event.event_type for i in view.events.list()] == ["plan"]
+    assert view.kv.get("seen") is None
+    db.kv.put("seen", "default moved on")  # not visible to retry
+    assert view.kv.get("seen") is None
+    view.kv.put("mine", 1)
+    assert view.events.append("retry.step", {}).sequence == 1

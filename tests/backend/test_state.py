@@ -188,3 +188,16 @@ def test_snapshot_of_another_branch_restores_here(db: rewinddb.Database, space: 
     }[space]()
     db.restore(other.snapshot())
     assert db.snapshot()[space] == {"k": 1}
+
+
+def test_replay_to_an_inherited_transition(db: rewinddb.Database) -> None:
+    db.state.set("phase", "start", "init")
+    db.state.set("phase", "plan")
+    db.branches.fork("default", "run")
+    run = db.at("run")
+    run.state.set("phase", "act")
+    first = run.state.history("phase")[0]
+    assert first.version == 1  # inherited from default
+    run.state.replay_to(first.id, "back to the start")
+    assert run.state.get_all() == {"phase": "start"}
+    assert db.state.get("phase") == "plan"
