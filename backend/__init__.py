@@ -32,6 +32,7 @@ from .errors import (
     DatabaseClosedError,
     EventNotFound,
     HistoryUnavailableError,
+    ImportFormatError,
     InvalidInputError,
     InvalidJSONPathError,
     InvalidValueError,
@@ -45,7 +46,7 @@ from .events import EventLogDiff, Verification, diff_event_logs
 from .merge import MergeChange, MergeConflict, MergeReceipt
 from .models import Branch, Commit, Event, EventItem, HistoryEntry
 from .state import State, Transition
-from .transfer import ImportFormatError, TransferCounts
+from .transfer import TransferCounts
 
 __version__ = "0.1.0"
 

@@ -186,10 +186,6 @@ class Connection:
 
     # -- transactions ------------------------------------------------------------
 
-    @property
-    def in_write(self) -> bool:
-        return self._depth > 0
-
     @contextmanager
     def snapshot(self) -> Iterator[None]:
         """A read transaction: every statement inside sees the same committed state."""

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import builtins
+from collections.abc import Iterator
 from typing import Any
 
 from ._engine import DEFAULT_BRANCH, AsOf, BranchRecord, Engine, check_name, now_micros
 from .errors import BranchExistsError, InvalidInputError
 from .events import Events, last_event
-from .merge import MergeReceipt, merge_branches
+from .merge import EventMode, MergeReceipt, Strategy, merge_branches
 from .models import Branch, from_micros
 
 _BRANCH_QUERY = (
@@ -132,8 +133,8 @@ class Branches:
         source: str,
         target: str,
         *,
-        strategy: str = "fail",
-        events: str = "skip",
+        strategy: Strategy = "fail",
+        events: EventMode = "skip",
         trigger: str | None = None,
         message: str | None = None,
     ) -> MergeReceipt:
@@ -153,7 +154,7 @@ class Branches:
             message=message,
         )
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Branch]:
         return iter(self.list())
 
     def __contains__(self, name: object) -> bool:

@@ -17,10 +17,10 @@ from typing import IO, Any
 
 import orjson
 
-from ._progress import Progress
 from ._values import jsonable
 from .database import open as open_database
 from .errors import RewindError
+from .progress import Progress
 from .transfer import TransferCounts
 
 
@@ -98,7 +98,7 @@ def cmd_show(args: argparse.Namespace) -> None:
             _dump(snapshot)
             return
         print(f"branch {args.branch} at version {snapshot['version']}")
-        for space in ("kv", "json"):
+        for space in ("kv", "json", "state"):
             print(f"[{space}]")
             for key, value in snapshot[space].items():
                 print(f"  {key} = {_text(value)}")
@@ -150,7 +150,9 @@ def _import(target: Path, source: IO[bytes], size: int) -> TransferCounts:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="rewinddb", description="Inspect a rewinddb database (read-only)."
+        prog="rewinddb",
+        description="Inspect a rewinddb database (read-only), or move its history between "
+        "databases (export / import).",
     )
     commands = parser.add_subparsers(dest="command", required=True)
 

@@ -12,7 +12,6 @@ from typing import IO, Any
 
 from ._connection import DB_FILENAME, Connection, check_options, is_busy, storage_error
 from ._engine import DEFAULT_BRANCH, AsOf, Engine, check_count, check_name
-from ._progress import Progress
 from ._values import validate
 from .branches import Branches
 from .diff import Diff, diff_points
@@ -21,12 +20,13 @@ from .errors import InvalidInputError, NotADatabaseError, NotFoundError, RewindE
 from .events import Events
 from .kv import KV
 from .models import Branch, Commit, from_micros
+from .progress import Progress
 from .state import State
 from .transfer import TransferCounts, export_jsonl, import_jsonl
 
 
 class _Primitives:
-    """The primitives of one branch: ``kv``, ``json`` and ``events``."""
+    """The primitives of one branch: ``kv``, ``json``, ``events`` and ``state``."""
 
     def __init__(self, db: Database, branch: str) -> None:
         self._db = db
@@ -62,7 +62,13 @@ class _Primitives:
                 "state": self.state.items(as_of=version),
             }
 
-    def restore(self, snapshot: Mapping[str, Any], *, trigger: str | None = None) -> int | None:
+    def restore(
+        self,
+        snapshot: Mapping[str, Any],
+        *,
+        trigger: str | None = None,
+        message: str | None = None,
+    ) -> int | None:
         """Make the branch's kv, json and state equal to ``snapshot`` (from ``snapshot()``)
         as one new version; None if they already are. The event log is not touched."""
         spaces = ((self.kv, True), (self.json, False), (self.state, True))
@@ -78,7 +84,7 @@ class _Primitives:
             for key, value in snapshot[space.space].items():
                 check_name(key, "key")
                 validate(value, allow_bytes=allow_bytes)
-        with self._db._engine.writing(self.branch, trigger) as write:
+        with self._db._engine.writing(self.branch, trigger, message) as write:
             for space, _ in spaces:
                 space._replace_all(write, dict(snapshot[space.space]))
             return write.version

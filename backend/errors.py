@@ -111,6 +111,12 @@ class ReadOnlyError(RewindError):
     code = "readonly"
 
 
+class ImportFormatError(RewindError, ValueError):
+    """The file is not a valid rewinddb export (the message says which line and why)."""
+
+    code = "invalid.import"
+
+
 class NotADatabaseError(RewindError):
     """The path exists but is not a rewinddb database."""
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -298,7 +299,8 @@ class Events:
 
         Reports how many events were checked and the first sequence whose stored hash, or
         whose place in the sequence, does not match: an edited payload, type or version,
-        or a removed or reordered event.
+        or a removed or reordered event. (Removing the newest events leaves a shorter valid
+        chain: compare ``length()`` with a count you keep, or an export, to catch that.)
         """
         engine = self._engine
         with engine.conn.lock:
@@ -326,5 +328,5 @@ class Events:
     def __len__(self) -> int:
         return self.length()
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[EventItem]:
         return iter(self.list())

@@ -194,8 +194,8 @@ def merge_branches(
     source: str,
     target: str,
     *,
-    strategy: str = "fail",
-    events: str = "skip",
+    strategy: Strategy = "fail",
+    events: EventMode = "skip",
     trigger: str | None = None,
     message: str | None = None,
 ) -> MergeReceipt:

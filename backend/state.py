@@ -51,11 +51,15 @@ class State(KeySpace):
         value = self._read(key, as_of)
         return default if value is MISSING else value
 
-    def set(self, key: str, value: Any, trigger: str | None = None) -> int:
+    def set(
+        self, key: str, value: Any, trigger: str | None = None, *, message: str | None = None
+    ) -> int:
         """Set one key; returns the new version."""
-        return self.set_many({key: value}, trigger)
+        return self.set_many({key: value}, trigger, message=message)
 
-    def set_many(self, values: Mapping[str, Any], trigger: str | None = None) -> int:
+    def set_many(
+        self, values: Mapping[str, Any], trigger: str | None = None, *, message: str | None = None
+    ) -> int:
         """Set several keys atomically, as one version."""
         if not isinstance(values, Mapping):
             raise InvalidInputError(
@@ -66,7 +70,7 @@ class State(KeySpace):
             validate(value)
         if not values:
             raise InvalidInputError("set_many needs at least one key", code="invalid.state")
-        with self._engine.writing(self._branch, trigger) as write:
+        with self._engine.writing(self._branch, trigger, message) as write:
             version = write.commit()
             for key in sorted(values):
                 self._engine.write_value(write, self.space, key, values[key], validated=True)
@@ -76,9 +80,9 @@ class State(KeySpace):
         """All state as a dict (at ``as_of``)."""
         return self.items(as_of=as_of)
 
-    def reset(self, trigger: str | None = None) -> int | None:
+    def reset(self, trigger: str | None = None, *, message: str | None = None) -> int | None:
         """Clear all state in one version; None if there was nothing to clear."""
-        return self.restore({}, trigger)
+        return self.restore({}, trigger, message=message)
 
     def history(self, key: str | None = None, limit: int | None = None) -> list[Transition]:
         """Transitions oldest first: of ``key``, or of every key; the last ``limit`` only."""
@@ -104,7 +108,9 @@ class State(KeySpace):
             transitions = transitions[len(transitions) - limit :] if limit else []
         return transitions
 
-    def replay_to(self, transition_id: str, trigger: str | None = None) -> int | None:
+    def replay_to(
+        self, transition_id: str, trigger: str | None = None, *, message: str | None = None
+    ) -> int | None:
         """Make the state what it was right after that transition, as a new version.
 
         Nothing is lost: the history keeps every version, including the ones undone.
@@ -115,13 +121,19 @@ class State(KeySpace):
             record = engine.branch(self._branch)
             # An inherited transition is read where it happened (this branch inherited it).
             state = self._items_at(engine.owner_at(record, version), version)
-            return self.restore(state, trigger)
+            return self.restore(state, trigger, message=message)
 
     def snapshot(self, *, as_of: AsOf = None) -> dict[str, Any]:
         """All state as a plain dict (at ``as_of``): give it to ``restore`` later."""
         return self.get_all(as_of=as_of)
 
-    def restore(self, snapshot: Mapping[str, Any], trigger: str | None = None) -> int | None:
+    def restore(
+        self,
+        snapshot: Mapping[str, Any],
+        trigger: str | None = None,
+        *,
+        message: str | None = None,
+    ) -> int | None:
         """Make the state equal to ``snapshot`` in one version; None if it already is."""
         if not isinstance(snapshot, Mapping):
             raise InvalidInputError(
@@ -130,7 +142,7 @@ class State(KeySpace):
         for key, value in snapshot.items():
             check_name(key, "key")
             validate(value)
-        with self._engine.writing(self._branch, trigger) as write:
+        with self._engine.writing(self._branch, trigger, message) as write:
             return write.version if self._replace_all(write, dict(snapshot)) else None
 
     def _transition_version(self, transition_id: str) -> int:

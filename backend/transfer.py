@@ -40,11 +40,11 @@ from ._engine import (
     check_name,
     check_text,
 )
-from ._progress import Progress
 from ._schema import SCHEMA_VERSION
 from ._values import dumps
-from .errors import BranchExistsError, RewindError
+from .errors import BranchExistsError, ImportFormatError, RewindError
 from .events import event_hash, last_event
+from .progress import Progress
 
 FORMAT = "rewinddb-export"
 FORMAT_VERSION = 1
@@ -52,12 +52,6 @@ _ITEMS_PER_LINE = 256
 _KINDS = {KIND_JSON: "json", KIND_BYTES: "bytes", KIND_DELETED: "deleted"}
 _SECTIONS = ("branch", "array", "items", "commit", "entry", "event")
 _SPACES = ("kv", "json", "state")
-
-
-class ImportFormatError(RewindError):
-    """The file is not a valid rewinddb export (says which line and why)."""
-
-    code = "invalid.import"
 
 
 @dataclass

@@ -9,8 +9,8 @@ import orjson
 import pytest
 
 import rewinddb
-from rewinddb._progress import Progress
 from rewinddb.cli import main
+from rewinddb.progress import Progress
 
 
 def _build(db: rewinddb.Database) -> None:
