@@ -62,7 +62,15 @@ class CommitRow(SQLModel, table=True):
     """One version on the DB-wide clock: who wrote it, when and why."""
 
     __tablename__ = "rewind_commits"
-    __table_args__ = (Index("ix_rewind_commits_branch", "branch_id", "version"),)
+    __table_args__ = (
+        Index(
+            "ix_rewind_commits_merges",
+            "branch_id",
+            "version",
+            sqlite_where=text("merge_branch_id IS NOT NULL"),
+            postgresql_where=text("merge_branch_id IS NOT NULL"),
+        ),
+    )
 
     version: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
     branch_id: int
