@@ -706,7 +706,6 @@ def measure_commits(sizes: Sizes, report: Report) -> None:
             rate(normal_append),
             rate(normal_raw),
             normal_append / normal_raw,
-            Target(">=", 0.25, ">= 0.25"),
         )
     )
 
