@@ -95,18 +95,19 @@ class SharedArrays:
                 if n <= old_len:
                     return seq, n  # same list, or it shrank from the end
                 if self._own_length(seq) == old_len:
-                    self._insert(seq, old_len, encoded, hashes)
+                    self._insert(seq, old_len, encoded[old_len:], hashes[old_len:])
                     return seq, n
                 # The array was extended differently elsewhere (another branch):
                 # a new array that shares the common prefix.
-                new_seq = self._new_seq(base=seq, base_len=old_len)
-                self._insert(new_seq, old_len, encoded, hashes)
+                new_seq = self.create(base=seq, base_len=old_len)
+                self._insert(new_seq, old_len, encoded[old_len:], hashes[old_len:])
                 return new_seq, n
-        new_seq = self._new_seq(base=None, base_len=0)
+        new_seq = self.create(base=None, base_len=0)
         self._insert(new_seq, 0, encoded, hashes)
         return new_seq, n
 
-    def _new_seq(self, base: int | None, base_len: int) -> int:
+    def create(self, base: int | None, base_len: int) -> int:
+        """A new, empty array on top of ``base``'s first ``base_len`` items."""
         cursor = self.conn.execute(
             "INSERT INTO rewind_seqs (base_id, base_len) VALUES (?, ?)", (base, base_len)
         )
@@ -114,27 +115,21 @@ class SharedArrays:
         assert seq_id is not None
         return seq_id
 
-    def _insert(self, seq: int, start: int, encoded: list[bytes], hashes: list[bytes]) -> None:
+    def _insert(self, seq: int, first: int, items: list[bytes], hashes: list[bytes]) -> None:
+        """Store ``items`` (with their prefix hashes) at positions ``first``... of ``seq``."""
         self.conn.executemany(
             "INSERT INTO rewind_seq_items (seq_id, idx, item, prefix_hash) VALUES (?, ?, ?, ?)",
-            [(seq, i, encoded[i], hashes[i]) for i in range(start, len(encoded))],
+            [(seq, first + i, item, hashes[i]) for i, item in enumerate(items)],
         )
 
     # -- import ------------------------------------------------------------------
-
-    def create(self, base: int | None, base_len: int) -> int:
-        """A new, empty array on top of ``base``'s first ``base_len`` items."""
-        return self._new_seq(base, base_len)
 
     def append_items(self, seq: int, start: int, encoded: list[bytes]) -> None:
         """Store ``encoded`` items at ``start``... of ``seq`` (their prefix hashes continue
         the array's)."""
         previous = self._prefix_hash(seq, start - 1) if start else b""
         hashes = _prefix_hashes(encoded, previous or b"")
-        self.conn.executemany(
-            "INSERT INTO rewind_seq_items (seq_id, idx, item, prefix_hash) VALUES (?, ?, ?, ?)",
-            [(seq, start + i, item, hashes[i]) for i, item in enumerate(encoded)],
-        )
+        self._insert(seq, start, encoded, hashes)
 
     def _own_length(self, seq: int) -> int:
         """The length of the array ``seq`` as far as it has been written."""

@@ -457,18 +457,23 @@ class Engine:
             context.written.add(slot)
         return version
 
-    def keys(self, record: BranchRecord, version: int, space: str) -> dict[str, tuple[int, int]]:
-        """Every key of ``space`` visible at (record, version): key -> (branch id, version)."""
-        newest: dict[str, tuple[int, int]] = {}
+    def entries(
+        self, record: BranchRecord, version: int, space: str, *, with_values: bool = True
+    ) -> dict[str, tuple[int, bytes | None, bytes | None]]:
+        """The newest entry of every key of ``space`` that exists at (record, version):
+        key -> (kind, body, refs), deleted keys left out. One query per lineage step."""
+        columns = "e.key, e.kind, e.body, e.refs" if with_values else "e.key, e.kind, NULL, NULL"
+        newest: dict[str, tuple[int, bytes | None, bytes | None]] = {}
         for branch_id, cap in self.lineage(record, version):
-            for key, found in self.conn.fetchall(
-                "SELECT key, max(version) FROM rewind_entries "
-                "WHERE branch_id = ? AND space = ? AND version <= ? GROUP BY key",
+            for key, kind, body, refs in self.conn.fetchall(
+                f"SELECT {columns} FROM rewind_entries e "
+                "WHERE e.branch_id = ? AND e.space = ? AND e.version = ("
+                "SELECT max(version) FROM rewind_entries WHERE branch_id = e.branch_id "
+                "AND space = e.space AND key = e.key AND version <= ?)",
                 (branch_id, space, cap),
             ):
-                if key not in newest:
-                    newest[key] = (branch_id, found)
-        return newest
+                newest.setdefault(key, (kind, body, refs))
+        return {key: row for key, row in newest.items() if row[0] != KIND_DELETED}
 
     def changed_keys(
         self, ranges_a: dict[int, int], ranges_b: dict[int, int]

@@ -35,15 +35,8 @@ class KeySpace:
         with engine.conn.lock:
             record = engine.branch(self._branch)
             version = engine.resolve_as_of(record, as_of)
-            found = engine.keys(record, version, self.space)
-            live = []
-            for key in sorted(found):
-                if prefix and not key.startswith(prefix):
-                    continue
-                row = engine.read_entry(record, version, self.space, key)
-                if row is not None and engine.decode(row[0], None, None) is not MISSING:
-                    live.append(key)
-            return live
+            found = engine.entries(record, version, self.space, with_values=False)
+            return [key for key in sorted(found) if not prefix or key.startswith(prefix)]
 
     def items(self, *, as_of: AsOf = None) -> dict[str, Any]:
         """Every key and its value at ``as_of`` (default: now)."""
@@ -54,12 +47,8 @@ class KeySpace:
 
     def _items_at(self, record: BranchRecord, version: int) -> dict[str, Any]:
         engine = self._engine
-        result = {}
-        for key in sorted(engine.keys(record, version, self.space)):
-            value = engine.read_value(record, version, self.space, key)
-            if value is not MISSING:
-                result[key] = value
-        return result
+        found = engine.entries(record, version, self.space)
+        return {key: engine.decode(*found[key]) for key in sorted(found)}
 
     def _replace_all(self, write: WriteContext, values: dict[str, Any]) -> bool:
         """Within ``write``, make this space hold exactly ``values`` (validated already):
