@@ -94,9 +94,12 @@ class SharedArrays:
             if shared and self._prefix_hash(seq, shared - 1) == hashes[shared - 1]:
                 if n <= old_len:
                     return seq, n  # same list, or it shrank from the end
-                if self._own_length(seq) == old_len:
+                written = self._own_length(seq)
+                if written == old_len:
                     self._insert(seq, old_len, encoded[old_len:], hashes[old_len:])
                     return seq, n
+                if written >= n and self._prefix_hash(seq, n - 1) == hashes[n - 1]:
+                    return seq, n  # grown as the array already was (a merge, a replay)
                 # The array was extended differently elsewhere (another branch):
                 # a new array that shares the common prefix.
                 new_seq = self.create(base=seq, base_len=old_len)

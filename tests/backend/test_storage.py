@@ -71,3 +71,14 @@ def test_a_list_item_changed_in_the_middle(db: rewinddb.Database) -> None:
     v2 = db.json.set("chat", "$", changed)
     assert db.json.get("chat", as_of=v1) == items
     assert db.json.get("chat", as_of=v2) == changed
+
+
+def test_a_merged_list_reuses_the_source_items(db: rewinddb.Database) -> None:
+    chat = [_item(i) for i in range(10)]
+    db.json.set("chat", "$", chat)
+    db.branches.fork("default", "run")
+    db.at("run").json.set("chat", "$", [*chat, _item(10), _item(11)])
+    before = _stored_bytes(db.path)
+    db.branches.merge("run", "default")
+    assert db.json.get("chat") == [*chat, _item(10), _item(11)]
+    assert _stored_bytes(db.path) - before < 200  # no copy of the items, only the entry
