@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ._engine import MISSING, AsOf, BranchRecord, Engine, WriteContext, check_name, check_text
-from ._values import same
+from ._values import same, validate
+from .errors import InvalidInputError
 from .models import HistoryEntry, from_micros
 
 
@@ -49,6 +51,20 @@ class KeySpace:
         engine = self._engine
         found = engine.entries(record, version, self.space)
         return {key: engine.decode(*found[key]) for key in sorted(found)}
+
+    allows_bytes = True
+
+    def _checked(self, values: Any, what: str) -> dict[str, Any]:
+        """``values`` as a dict of valid keys and values, or ``invalid.<what>``/``value``."""
+        if not isinstance(values, Mapping):
+            raise InvalidInputError(
+                f"expected a dict of key -> value, not {type(values).__name__}",
+                code=f"invalid.{what}",
+            )
+        for key, value in values.items():
+            check_name(key, "key")
+            validate(value, allow_bytes=self.allows_bytes)
+        return dict(values)
 
     def _replace_all(self, write: WriteContext, values: dict[str, Any]) -> bool:
         """Within ``write``, make this space hold exactly ``values`` (validated already):

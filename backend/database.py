@@ -11,8 +11,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from ._connection import DB_FILENAME, Connection, check_options, is_busy, storage_error
-from ._engine import DEFAULT_BRANCH, AsOf, Engine, check_count, check_name
-from ._values import validate
+from ._engine import DEFAULT_BRANCH, AsOf, Engine, check_count
 from .branches import Branches
 from .diff import Diff, diff_points
 from .documents import Documents
@@ -71,23 +70,17 @@ class _Primitives:
     ) -> int | None:
         """Make the branch's kv, json and state equal to ``snapshot`` (from ``snapshot()``)
         as one new version; None if they already are. The event log is not touched."""
-        spaces = ((self.kv, True), (self.json, False), (self.state, True))
-        if not isinstance(snapshot, Mapping) or any(
-            not isinstance(snapshot.get(space.space), Mapping) for space, _ in spaces
-        ):
+        spaces = (self.kv, self.json, self.state)
+        if not isinstance(snapshot, Mapping) or any(s.space not in snapshot for s in spaces):
             raise InvalidInputError(
                 "restore takes a snapshot: a dict with 'kv', 'json' and 'state' dicts "
                 "(from view.snapshot())",
                 code="invalid.snapshot",
             )
-        for space, allow_bytes in spaces:
-            for key, value in snapshot[space.space].items():
-                check_name(key, "key")
-                validate(value, allow_bytes=allow_bytes)
+        wanted = [(space, space._checked(snapshot[space.space], "snapshot")) for space in spaces]
         with self._db._engine.writing(self.branch, trigger, message) as write:
-            for space, _ in spaces:
-                space._replace_all(write, dict(snapshot[space.space]))
-            return write.version
+            changed = [space._replace_all(write, values) for space, values in wanted]
+            return write.version if any(changed) else None
 
 
 class BranchView(_Primitives):

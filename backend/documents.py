@@ -15,6 +15,7 @@ class Documents(KeySpace):
     """JSON documents on one branch; ``set`` at a path writes a new version of the whole."""
 
     space = "json"
+    allows_bytes = False
 
     def set(
         self,

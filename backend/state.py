@@ -13,9 +13,9 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from ._engine import MISSING, AsOf, check_count, check_name
+from ._engine import MISSING, AsOf, check_count
 from ._keyspace import KeySpace
-from ._values import jsonable, validate
+from ._values import jsonable
 from .errors import InvalidInputError, NotFoundError
 
 
@@ -61,13 +61,7 @@ class State(KeySpace):
         self, values: Mapping[str, Any], trigger: str | None = None, *, message: str | None = None
     ) -> int:
         """Set several keys atomically, as one version."""
-        if not isinstance(values, Mapping):
-            raise InvalidInputError(
-                "set_many takes a mapping of key -> value", code="invalid.state"
-            )
-        for key, value in values.items():
-            check_name(key, "key")
-            validate(value)
+        values = self._checked(values, "state")
         if not values:
             raise InvalidInputError("set_many needs at least one key", code="invalid.state")
         with self._engine.writing(self._branch, trigger, message) as write:
@@ -135,15 +129,9 @@ class State(KeySpace):
         message: str | None = None,
     ) -> int | None:
         """Make the state equal to ``snapshot`` in one version; None if it already is."""
-        if not isinstance(snapshot, Mapping):
-            raise InvalidInputError(
-                "restore takes a snapshot dict (from state.snapshot())", code="invalid.snapshot"
-            )
-        for key, value in snapshot.items():
-            check_name(key, "key")
-            validate(value)
+        values = self._checked(snapshot, "snapshot")
         with self._engine.writing(self._branch, trigger, message) as write:
-            return write.version if self._replace_all(write, dict(snapshot)) else None
+            return write.version if self._replace_all(write, values) else None
 
     def _transition_version(self, transition_id: str) -> int:
         if not isinstance(transition_id, str) or ":" not in transition_id:
