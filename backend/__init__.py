@@ -43,6 +43,7 @@ from .errors import (
     RewindError,
 )
 from .events import EventLogDiff, Verification, diff_event_logs
+from .graph import GraphBranch, GraphEdge, GraphPoint, HistoryGraph
 from .merge import MergeChange, MergeConflict, MergeReceipt
 from .models import Branch, Commit, Event, EventItem, HistoryEntry
 from .state import State, Transition
@@ -67,6 +68,10 @@ __all__ = [
     "EventItem",
     "EventLogDiff",
     "EventNotFound",
+    "GraphBranch",
+    "GraphEdge",
+    "GraphPoint",
+    "HistoryGraph",
     "HistoryEntry",
     "HistoryUnavailableError",
     "ImportFormatError",

@@ -100,3 +100,12 @@ def same(a: Any, b: Any) -> bool:
 
 def _is_json(value: Any) -> bool:
     return isinstance(value, (dict, list, tuple, str, int, float, type(None)))
+
+
+def short_text(value: Any, limit: int = 120) -> str:
+    """A one-line rendering of a value, shortened to ``limit`` characters."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        text = f"bytes[{len(value)}]"
+    else:
+        text = dumps(value).decode()
+    return text if len(text) <= limit else text[: limit - 3] + "..."

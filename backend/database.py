@@ -6,10 +6,12 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from html import escape
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from . import rendering
 from ._connection import DB_FILENAME, Connection, check_options, is_busy, storage_error
 from ._engine import DEFAULT_BRANCH, AsOf, Engine, check_count
 from .branches import Branches
@@ -17,6 +19,7 @@ from .diff import Diff, diff_points
 from .documents import Documents
 from .errors import InvalidInputError, NotADatabaseError, NotFoundError, RewindError
 from .events import Events
+from .graph import HistoryGraph, build_graph
 from .kv import KV
 from .models import Branch, Commit, from_micros
 from .progress import Progress
@@ -94,6 +97,12 @@ class BranchView(_Primitives):
     def __repr__(self) -> str:
         return f"<BranchView {self.branch!r} of {self._db.path}>"
 
+    def _repr_html_(self) -> str:
+        try:
+            return rendering.view_html(self)
+        except RewindError as error:
+            return f"<div>branch view: {escape(str(error))}</div>"
+
 
 class Database(_Primitives):
     """An open rewinddb database; used directly, it is the ``default`` branch's view."""
@@ -132,6 +141,23 @@ class Database(_Primitives):
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
         return f"<rewinddb.Database {str(self.path)!r} ({state})>"
+
+    def _repr_html_(self) -> str:
+        return rendering.database_html(self)
+
+    def graph(
+        self, *, include_deleted: bool = False, max_points_per_branch: int | None = None
+    ) -> HistoryGraph:
+        """The branch graph the explorer and the widget draw: lanes, points, fork and
+        merge edges (``max_points_per_branch`` thins long branches evenly)."""
+        if max_points_per_branch is not None:
+            check_count(max_points_per_branch, "max_points_per_branch")
+        with self._engine.conn.lock, self._engine.conn.snapshot():
+            return build_graph(
+                self._engine,
+                include_deleted=include_deleted,
+                max_points_per_branch=max_points_per_branch,
+            )
 
     # -- views and history -------------------------------------------------------
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from . import jsonpath
 from ._engine import MISSING, BranchRecord, Engine
-from ._values import dumps, jsonable, same
+from ._values import jsonable, same, short_text
 from .events import events_between
 
 ChangeKind = Literal["added", "removed", "changed"]
@@ -95,11 +95,11 @@ class Diff:
             else:
                 where = f"{change.primitive} {change.key!r} {change.path}"
             if change.kind == "added":
-                lines.append(f"+ {where}: {_short(change.new)}")
+                lines.append(f"+ {where}: {short_text(change.new)}")
             elif change.kind == "removed":
-                lines.append(f"- {where}: {_short(change.old)}")
+                lines.append(f"- {where}: {short_text(change.old)}")
             else:
-                lines.append(f"~ {where}: {_short(change.old)} -> {_short(change.new)}")
+                lines.append(f"~ {where}: {short_text(change.old)} -> {short_text(change.new)}")
         counts = self.counts()
         if self.changes:
             lines.append(
@@ -113,10 +113,10 @@ class Diff:
     def __str__(self) -> str:
         return self.to_text()
 
+    def _repr_html_(self) -> str:
+        from .rendering import diff_html
 
-def _short(value: Any, limit: int = 120) -> str:
-    text = f"bytes[{len(value)}]" if isinstance(value, bytes) else dumps(value).decode()
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+        return diff_html(self)
 
 
 def diff_values(

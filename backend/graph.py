@@ -1,0 +1,131 @@
+"""The branch graph: what the web explorer and the notebook widget draw.
+
+One lane per branch (in creation order, ``default`` at lane 0), one point per event and
+per commit that appended no event, an edge from each fork point to the branch, and an
+edge for each merge from the source's merged version to the merge commit. The front ends
+only draw this; they compute no history of their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from ._engine import Engine
+from ._values import loads, short_text
+
+PointKind = Literal["event", "commit", "merge"]
+
+
+@dataclass(frozen=True)
+class GraphBranch:
+    name: str
+    parent: str | None
+    forked_at: int
+    lane: int
+    deleted: bool = False
+
+
+@dataclass(frozen=True)
+class GraphPoint:
+    """A dot: an event (``sequence`` set), a commit that wrote state, or a merge."""
+
+    branch: str
+    version: int
+    kind: PointKind
+    label: str
+    sequence: int | None = None
+    summary: str = ""
+
+
+@dataclass(frozen=True)
+class GraphEdge:
+    """A fork (parent at ``from_version`` -> the branch) or a merge (source -> target)."""
+
+    kind: Literal["fork", "merge"]
+    from_branch: str
+    from_version: int
+    to_branch: str
+    to_version: int
+
+
+@dataclass(frozen=True)
+class HistoryGraph:
+    branches: list[GraphBranch] = field(default_factory=list)
+    points: list[GraphPoint] = field(default_factory=list)
+    edges: list[GraphEdge] = field(default_factory=list)
+
+    def lane(self, branch: str) -> int:
+        return next(b.lane for b in self.branches if b.name == branch)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def build_graph(
+    engine: Engine, *, include_deleted: bool = False, max_points_per_branch: int | None = None
+) -> HistoryGraph:
+    """The history graph of the whole database (deleted branches only if asked)."""
+    conn = engine.conn
+    rows = conn.fetchall(
+        "SELECT b.id, b.name, p.name, b.forked_at, b.deleted_at FROM rewind_branches b "
+        "LEFT JOIN rewind_branches p ON p.id = b.parent_id ORDER BY b.id"
+    )
+    names: dict[int, str] = {}
+    branches: list[GraphBranch] = []
+    for branch_id, name, parent, forked_at, deleted_at in rows:
+        if deleted_at is not None and not include_deleted:
+            continue
+        names[branch_id] = name
+        branches.append(GraphBranch(name, parent, forked_at, len(branches), deleted_at is not None))
+    points: dict[str, list[GraphPoint]] = {b.name: [] for b in branches}
+    evented: set[int] = set()
+    for branch_id, sequence, version, event_type, payload in conn.fetchall(
+        "SELECT branch_id, sequence, version, event_type, payload FROM rewind_events "
+        "ORDER BY branch_id, version, sequence"
+    ):
+        if branch_id in names:
+            evented.add(version)
+            points[names[branch_id]].append(
+                GraphPoint(
+                    names[branch_id],
+                    version,
+                    "event",
+                    event_type,
+                    sequence,
+                    short_text(loads(bytes(payload)), 80),
+                )
+            )
+    edges = [
+        GraphEdge("fork", b.parent, b.forked_at, b.name, b.forked_at)
+        for b in branches
+        if b.parent is not None and b.parent in points
+    ]
+    for version, branch_id, trigger, message, merge_id, merge_version in conn.fetchall(
+        "SELECT version, branch_id, trigger, message, merge_branch_id, merge_version "
+        "FROM rewind_commits ORDER BY version"
+    ):
+        if branch_id not in names:
+            continue
+        name = names[branch_id]
+        if merge_id is not None:
+            source = names.get(merge_id)
+            points[name].append(GraphPoint(name, version, "merge", f"merge from {source}"))
+            if source is not None:
+                edges.append(GraphEdge("merge", source, merge_version, name, version))
+        elif version not in evented:
+            points[name].append(GraphPoint(name, version, "commit", trigger or message or "write"))
+    flat: list[GraphPoint] = []
+    for branch in branches:
+        own = sorted(points[branch.name], key=lambda p: (p.version, p.sequence or 0))
+        flat += _thin(own, max_points_per_branch)
+    return HistoryGraph(branches, flat, edges)
+
+
+def _thin(points: list[GraphPoint], limit: int | None) -> list[GraphPoint]:
+    """At most ``limit`` points, evenly spaced, keeping the first, the last and merges."""
+    if limit is None or len(points) <= limit:
+        return points
+    step = len(points) / max(limit - 1, 1)
+    keep = {round(i * step) for i in range(limit - 1)} | {len(points) - 1}
+    return [p for i, p in enumerate(points) if i in keep or p.kind == "merge"]

@@ -1,0 +1,146 @@
+"""HTML renderings of rewinddb objects for notebooks (``_repr_html_``) and widgets.
+
+Agent state is untrusted text: every value goes through ``html.escape`` before it reaches
+the page, and long values are shortened (with their full length shown). Styles are
+inline so the output looks the same in JupyterLab, classic Notebook and VS Code.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import TYPE_CHECKING, Any
+
+from ._values import dumps
+
+if TYPE_CHECKING:
+    from .database import BranchView, Database
+    from .diff import Diff
+    from .models import Event
+
+#: Values longer than this (as JSON text) are shortened in HTML.
+MAX_VALUE_CHARS = 500
+
+_KIND_STYLE = {
+    "added": ("+", "#e6ffed", "#22863a"),
+    "removed": ("-", "#ffeef0", "#b31d28"),
+    "changed": ("~", "#fff8c5", "#735c0f"),
+}
+_TABLE = "border-collapse:collapse;font-family:monospace;font-size:12px"
+_CELL = "padding:2px 8px;border-bottom:1px solid #eee;text-align:left;vertical-align:top"
+
+
+def value_text(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
+    """Escaped JSON text of ``value``; shortened past ``limit`` characters."""
+    if isinstance(value, (bytes, bytearray)):
+        return escape(f"<{len(value)} bytes>")
+    text = dumps(value).decode()
+    if len(text) > limit:
+        text = f"{text[:limit]}… ({len(text):,} characters in all)"
+    return escape(text)
+
+
+def value_tree(value: Any, label: str = "", *, open_levels: int = 1) -> str:
+    """A collapsible tree (``<details>``) for objects and arrays; text for the rest."""
+    name = f"<b>{escape(label)}</b>: " if label else ""
+    if isinstance(value, dict) and value:
+        children = "".join(
+            value_tree(v, str(k), open_levels=open_levels - 1) for k, v in value.items()
+        )
+        return _details(f"{name}{{{len(value)} keys}}", children, open_levels > 0)
+    if isinstance(value, list) and value:
+        children = "".join(
+            value_tree(v, f"[{i}]", open_levels=open_levels - 1) for i, v in enumerate(value)
+        )
+        return _details(f"{name}[{len(value)} items]", children, open_levels > 0)
+    return f'<div style="margin-left:1em">{name}<code>{value_text(value)}</code></div>'
+
+
+def _details(summary: str, body: str, is_open: bool) -> str:
+    return (
+        f'<details style="margin-left:1em"{" open" if is_open else ""}>'
+        f"<summary>{summary}</summary>{body}</details>"
+    )
+
+
+def state_html(snapshot: dict[str, Any]) -> str:
+    """A ``view.snapshot()`` as three collapsible sections: kv, json, state."""
+    parts = []
+    for space in ("kv", "json", "state"):
+        values = snapshot.get(space, {})
+        body = "".join(value_tree(v, k, open_levels=0) for k, v in values.items())
+        parts.append(
+            _details(f"<b>{space}</b> ({len(values)} keys)", body or "<i>empty</i>", bool(values))
+        )
+    return "".join(parts)
+
+
+def diff_html(diff: Diff) -> str:
+    """A diff as a colored table: + added, - removed, ~ changed (old -> new)."""
+    counts = diff.counts()
+    head = (
+        f"<div><b>{escape(str(diff.a))}</b> &rarr; <b>{escape(str(diff.b))}</b>: "
+        f"{counts['added']} added, {counts['removed']} removed, "
+        f"{counts['changed']} changed</div>"
+    )
+    if not diff.changes:
+        return head + "<div><i>no changes</i></div>"
+    rows = []
+    for change in diff.changes:
+        mark, background, color = _KIND_STYLE[change.kind]
+        if change.kind == "changed":
+            values = f"{value_text(change.old)} &rarr; {value_text(change.new)}"
+        else:
+            values = value_text(change.new if change.kind == "added" else change.old)
+        rows.append(
+            f'<tr style="background:{background};color:{color}">'
+            f'<td style="{_CELL}">{mark}</td><td style="{_CELL}">{escape(change.primitive)}</td>'
+            f'<td style="{_CELL}">{escape(change.key)}</td>'
+            f'<td style="{_CELL}">{escape(change.path)}</td>'
+            f'<td style="{_CELL}">{values}</td></tr>'
+        )
+    return f'{head}<table style="{_TABLE}">{"".join(rows)}</table>'
+
+
+def event_html(event: Event) -> str:
+    """One event: sequence, type, version, time, branch and payload."""
+    origin = f" (carried from {escape(event.origin[0])} #{event.origin[1]})" if event.origin else ""
+    return (
+        f"<div><b>#{event.sequence}</b> <code>{escape(event.event_type)}</code> "
+        f"at version {event.version}, {escape(event.timestamp.isoformat(timespec='seconds'))}"
+        f" on <b>{escape(event.branch)}</b>{origin}</div>{value_tree(event.payload, 'payload')}"
+    )
+
+
+def database_html(db: Database) -> str:
+    """A database: its path, clock and branch table."""
+    if db.closed:
+        return f"<div>rewinddb database <code>{escape(str(db.path))}</code> (closed)</div>"
+    rows = "".join(
+        f'<tr><td style="{_CELL}">{escape(b.name)}</td>'
+        f'<td style="{_CELL}">{escape(b.parent or "-")}</td>'
+        f'<td style="{_CELL}">{b.forked_at}</td><td style="{_CELL}">{b.head}</td>'
+        f'<td style="{_CELL}">{b.commits}</td></tr>'
+        for b in db.branches.list()
+    )
+    header = "".join(
+        f'<th style="{_CELL}">{name}</th>'
+        for name in ("branch", "parent", "forked at", "head", "commits")
+    )
+    return (
+        f"<div>rewinddb database <code>{escape(str(db.path))}</code> at version "
+        f'{db.version}</div><table style="{_TABLE}"><tr>{header}</tr>{rows}</table>'
+    )
+
+
+def view_html(view: BranchView) -> str:
+    """A branch view: where it came from, how many events, and its state now."""
+    info = view.info()
+    parent = (
+        f", forked from <b>{escape(info.parent)}</b> at version {info.forked_at}"
+        if (info.parent)
+        else ""
+    )
+    return (
+        f"<div>branch <b>{escape(info.name)}</b>{parent}; head version {info.head}, "
+        f"{len(view.events)} events</div>{state_html(view.snapshot())}"
+    )
