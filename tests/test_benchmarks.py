@@ -20,3 +20,22 @@ def test_core_benchmark_quick_run() -> None:
     assert result.returncode == 0, result.stderr
     for figure in ("10 forks, 20 writes", "fork of a", "kv.put", "events.append"):
         assert figure in result.stdout, figure
+
+
+def test_notebook_benchmark_small_run() -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "notebook.py"),
+            "--events",
+            "300",
+            "--moves",
+            "20",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "slider move, median of 20" in result.stdout
