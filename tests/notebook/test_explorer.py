@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import threading
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -128,20 +129,19 @@ def test_agent_state_is_escaped(db_path: Path) -> None:
         assert all("<script" not in text for text in hover)
 
 
-def test_live_follows_new_events(db_path: Path) -> None:
+def test_live_follows_events_another_process_appends(db_path: Path) -> None:
     with rewinddb.open(db_path) as db:
         db.events.append("start", {})
         explorer = explore(db_path, live=True, poll_interval=0.1)
         assert explorer.slider.max == 0
 
-        def agent() -> None:
-            with rewinddb.open(db_path) as writer:
-                for n in range(3):
-                    writer.events.append("step", {"n": n})
-
-        thread = threading.Thread(target=agent)
-        thread.start()
-        thread.join()
+        agent = (
+            "import sys, rewinddb\n"
+            "with rewinddb.open(sys.argv[1]) as db:\n"
+            "    for n in range(3):\n"
+            "        db.events.append('step', {'n': n})\n"
+        )
+        subprocess.run([sys.executable, "-c", agent, str(db_path)], check=True, timeout=60)
         deadline = time.monotonic() + 5
         while explorer.slider.max < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
