@@ -84,7 +84,12 @@ class MergeReceipt:
     def summary(self) -> str:
         """One honest line: what was applied, what conflicted, what was left behind."""
         if self.version is None:
-            return f"{self.source} -> {self.target}: already up to date"
+            pending = (
+                f"; {self.events_not_carried} events still NOT carried (events='skip')"
+                if self.events_not_carried
+                else ""
+            )
+            return f"{self.source} -> {self.target}: nothing new to merge{pending}"
         kept = sum(1 for c in self.conflicts if c.resolution == "target")
         conflicts = f"{len(self.conflicts)} conflicts"
         if self.conflicts:
@@ -116,36 +121,40 @@ class MergeReceipt:
         }
 
 
+def contained_history(engine: Engine, record: BranchRecord, version: int) -> dict[int, int]:
+    """Everything the point (record, version) holds: branch id -> newest version of it,
+    through its lineage and, recursively, through every merge it contains."""
+    held: dict[int, int] = {}
+    pending = [(record, version)]
+    while pending:
+        point, cap_of_point = pending.pop()
+        for branch_id, cap in engine.lineage(point, cap_of_point):
+            if held.get(branch_id, -1) >= cap:
+                continue
+            held[branch_id] = cap
+            for merged_branch, merged_version in engine.conn.fetchall(
+                "SELECT merge_branch_id, merge_version FROM rewind_commits "
+                "WHERE branch_id = ? AND version <= ? AND merge_branch_id IS NOT NULL",
+                (branch_id, cap),
+            ):
+                pending.append((engine.branch_by_id(merged_branch), merged_version))
+    return held
+
+
 def merge_base(
     engine: Engine, source: BranchRecord, target: BranchRecord, now: int
 ) -> tuple[BranchRecord, int]:
     """The newest point in history that both ``source`` and ``target`` contain.
 
-    Candidates: the fork point of their lowest common ancestor, and every merge one side's
-    history holds from a branch in the other side's lineage (the merged point, capped at
-    what the other side sees of that branch). The newest candidate wins.
+    Both sides' histories are followed through forks and merges (also merges of third
+    branches); of the branches both hold, the newest point both reach is the base.
     """
-    source_lineage = engine.lineage(source, now)
-    target_ranges = engine.ranges(target, now)
-    candidates: list[tuple[int, int]] = []
-    for branch_id, cap in source_lineage:
-        if branch_id in target_ranges:
-            candidates.append((min(cap, target_ranges[branch_id]), branch_id))
-            break
-    for into, other in ((target, source), (source, target)):
-        other_ranges = engine.ranges(other, now)
-        for branch_id, cap in engine.lineage(into, now):
-            for merged_branch, merged_version in engine.conn.fetchall(
-                "SELECT merge_branch_id, max(merge_version) FROM rewind_commits "
-                "WHERE branch_id = ? AND version <= ? AND merge_branch_id IS NOT NULL "
-                "GROUP BY merge_branch_id",
-                (branch_id, cap),
-            ):
-                if merged_branch in other_ranges:
-                    candidates.append(
-                        (min(merged_version, other_ranges[merged_branch]), merged_branch)
-                    )
-    version, branch_id = max(candidates)
+    source_holds = contained_history(engine, source, now)
+    target_holds = contained_history(engine, target, now)
+    version, branch_id = max(
+        (min(source_holds[branch_id], target_holds[branch_id]), branch_id)
+        for branch_id in source_holds.keys() & target_holds.keys()
+    )
     return engine.branch_by_id(branch_id), version
 
 
@@ -272,13 +281,28 @@ def merge_branches(
                 conflicts,
             )
 
-        source_events = _events_to_carry(
-            engine, base_ranges, source_ranges, engine.ranges(target_record, now)
-        )
+        target_ranges = engine.ranges(target_record, now)
+        source_events = _events_to_carry(engine, source_ranges, target_ranges)
+        new_events = [e for e in source_events if not _in_log(engine, base_ranges, e.origin)]
         base_point = (base_record.name, base_version)
-        if not (source_events or writes or applied or conflicts):
-            return MergeReceipt(source, target, None, base_point, strategy)
+        events_to_record = source_events if events == "append" else new_events
+        if not (events_to_record or writes or applied or conflicts):
+            # Nothing new to merge; events an earlier merge skipped are still not carried.
+            return MergeReceipt(
+                source,
+                target,
+                None,
+                base_point,
+                strategy,
+                events_not_carried=len(source_events),
+            )
 
+        if write.merge_from is not None and write.merge_from[0] != source_record.id:
+            raise InvalidInputError(
+                "a transaction can merge from one branch only (a commit has two parents); "
+                "merge the other branch in its own transaction",
+                code="invalid.transaction",
+            )
         write.merged_from(source_record.id, now)
         version = write.commit()
         for space, key, value in writes:
@@ -320,19 +344,17 @@ class _Carry:
 
 
 def _events_to_carry(
-    engine: Engine,
-    base_ranges: dict[int, int],
-    source_ranges: dict[int, int],
-    target_ranges: dict[int, int],
+    engine: Engine, source_ranges: dict[int, int], target_ranges: dict[int, int]
 ) -> list[_Carry]:
-    """Events the source's log gained since the merge base that the target's log lacks.
+    """The events of the source's log that the target's log lacks (also those an earlier
+    merge with ``events="skip"`` left behind).
 
     An event is itself wherever merges copied it (``origin``), so nothing is carried
     twice, however branches were merged back and forth before.
     """
     found = []
     for branch_id, high in source_ranges.items():
-        low = base_ranges.get(branch_id, 0)
+        low = min(high, target_ranges.get(branch_id, 0))  # below that, both logs hold it
         if high <= low:
             continue
         for sequence, event_type, payload, origin_id, origin_seq in engine.conn.fetchall(

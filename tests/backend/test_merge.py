@@ -182,3 +182,56 @@ def test_the_merge_base_sees_merges_made_by_an_ancestor_of_the_source(
     assert db.kv.get("k") is None
     assert receipt.up_to_date
     assert [i.event.event_type for i in db.events.list()] == ["from p"]
+
+
+def test_the_merge_base_follows_merges_of_a_third_branch(db: rewinddb.Database) -> None:
+    db.branches.fork("default", "x")
+    db.branches.fork("default", "s")
+    db.at("x").kv.put("k", 1)
+    db.branches.merge("x", "default")
+    db.branches.merge("x", "s")
+    db.kv.delete("k")  # the target deliberately drops what it merged
+    receipt = db.branches.merge("s", "default")
+    assert db.kv.get("k") is None
+    assert receipt.up_to_date
+
+
+def test_the_merge_base_follows_a_merged_branchs_ancestors(db: rewinddb.Database) -> None:
+    db.branches.fork("default", "p")
+    db.at("p").kv.put("k", "from p")
+    db.branches.fork("p", "x")
+    db.branches.fork("p", "s")
+    db.branches.fork("default", "t")
+    db.branches.merge("x", "t")
+    db.at("t").kv.delete("k")
+    receipt = db.branches.merge("s", "t")
+    assert db.at("t").kv.get("k") is None and receipt.up_to_date
+
+
+def test_one_transaction_merges_from_one_branch(forked: rewinddb.Database) -> None:
+    db = forked
+    db.branches.fork("default", "run2")
+    db.at("run").kv.put("a", 1)
+    db.at("run2").kv.put("b", 2)
+    with pytest.raises(rewinddb.RewindError) as info, db.transaction():
+        db.branches.merge("run", "default")
+        db.branches.merge("run2", "default")
+    assert info.value.code == "invalid.transaction"
+    assert db.kv.get("a") is None and db.kv.get("b") is None
+
+
+def test_events_a_skip_merge_left_behind_can_be_carried_later(
+    forked: rewinddb.Database,
+) -> None:
+    db = forked
+    run = db.at("run")
+    run.events.append("first", {})
+    first = db.branches.merge("run", "default")
+    assert first.events_not_carried == 1
+    again = db.branches.merge("run", "default")
+    assert again.up_to_date and again.events_not_carried == 1 and not again.complete
+    assert "still NOT carried" in str(again)
+    run.kv.put("more", 1)
+    later = db.branches.merge("run", "default", events="append")
+    assert (later.events_carried, later.events_not_carried) == (1, 0) and later.complete
+    assert [i.event.event_type for i in db.events.list()] == ["first"]

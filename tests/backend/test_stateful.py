@@ -13,16 +13,15 @@ Large message lists (5-30 items of ~200 bytes, grown, truncated, edited, replace
 the top of a value or nested under object keys) exercise the shared-array storage: every
 past version must read back exactly as written.
 
-Merge base, as modelled: the newest of (a) the fork point of the two branches' lowest
-common ancestor (the smaller of the two caps on it) and (b) every merge one side's history
-holds (its own merge commits, or an ancestor's up to the fork point) from a branch in the
-other side's lineage: the merged point, capped at what the other side sees of that branch.
-When two candidate points share the newest version but hold different states the rule is
-ambiguous; the machine then does not issue that merge (it keeps the model from copying an
-arbitrary tie-break).
+Merge base, as modelled: every branch both sides hold, following forks (lineage up to
+each fork point) and merges (a merge commit holds the merged branch up to the merged
+version, recursively); for each, the older of the two sides' newest versions; the newest
+of those. When two candidate points share the newest version but hold different states
+the rule is ambiguous; the machine then does not issue that merge (it keeps the model from
+copying an arbitrary tie-break).
 
-Events carried by ``events="append"``: the source's events that neither the merge base's
-log nor the target's log already holds. Each model event has an *origin* (the append that
+Events carried by ``events="append"``: the source's events that the target's log does not
+hold (also those an earlier ``events="skip"`` merge left behind). Each model event has an *origin* (the append that
 created it) that its copies keep, so an event already carried into the target is never
 carried again.
 
@@ -291,7 +290,7 @@ class Model:
 
     # -- merge -------------------------------------------------------------------
 
-    def merge_plan(self, source: str, target: str, strategy: str) -> MergePlan:
+    def merge_plan(self, source: str, target: str, strategy: str, events: str) -> MergePlan:
         tgt_branch = self.live(target)
         src_branch = self.live(source)
         if tgt_branch is None or src_branch is None:
@@ -300,25 +299,12 @@ class Model:
             return MergePlan(error=SELF_MERGE)
         now = self.clock
 
-        # The merge base candidates: (version, branch id).
-        candidates: list[tuple[int, int]] = []
-        target_caps = dict(tgt_branch.lineage(now))
-        for bid, cap in src_branch.lineage(now):
-            if bid in target_caps:
-                candidates.append((min(cap, target_caps[bid]), bid))
-                break
-        for into, other in ((tgt_branch, src_branch), (src_branch, tgt_branch)):
-            caps = dict(into.lineage(now))
-            other_caps = dict(other.lineage(now))
-            for merge in self.merges:
-                if (
-                    merge.source in other_caps
-                    and merge.into in caps
-                    and merge.commit <= caps[merge.into]
-                ):
-                    candidates.append(
-                        (min(merge.source_version, other_caps[merge.source]), merge.source)
-                    )
+        # The merge base candidates: (version, branch id) of every branch both sides hold,
+        # following forks and merges.
+        src_holds, tgt_holds = self.holds(src_branch, now), self.holds(tgt_branch, now)
+        candidates = [
+            (min(src_holds[bid], tgt_holds[bid]), bid) for bid in src_holds.keys() & tgt_holds
+        ]
         base_version = max(version for version, _ in candidates)
         points = [self.branches[bid].at(base_version) for v, bid in candidates if v == base_version]
         if any(not points[0].same_state(point) for point in points[1:]):
@@ -348,15 +334,36 @@ class Model:
                     else:
                         out[key] = merged
         plan.keys_applied = sorted(applied)
-        # The source's events the base does not hold yet, by identity: a copy carried by an
+        # The source's events the target's log lacks, by identity: a copy carried by an
         # earlier merge stands for its original, so nothing reaches the target twice.
-        known = {event.origin for event in (*base.log, *tgt.log)}
+        # Events an earlier events="skip" merge left behind stay pending; only new ones
+        # (not in the base's log) make a commit when they are skipped again.
+        known = {event.origin for event in tgt.log}
         plan.since = [event for event in src.log if event.origin not in known]
+        in_base = {event.origin for event in base.log}
+        new = [event for event in plan.since if event.origin not in in_base]
         if plan.conflicts and strategy == "fail":
             plan.error = CONFLICT
-        elif plan.conflicts or applied or plan.since:
+        elif plan.conflicts or applied or (plan.since if events == "append" else new):
             plan.version = now + 1
         return plan
+
+    def holds(self, branch: MBranch, version: int) -> dict[int, int]:
+        """Branch id -> newest version the point holds, through forks and merges."""
+        held: dict[int, int] = {}
+        pending = [(branch, version)]
+        while pending:
+            point, cap_of_point = pending.pop()
+            for bid, cap in point.lineage(cap_of_point):
+                if held.get(bid, -1) >= cap:
+                    continue
+                held[bid] = cap
+                pending += [
+                    (self.branches[m.source], m.source_version)
+                    for m in self.merges
+                    if m.into == bid and m.commit <= cap
+                ]
+        return held
 
 
 def three_way(
@@ -745,7 +752,7 @@ class RewindMachine(RuleBasedStateMachine):
         self.do_merge(source, target, strategy, events)
 
     def do_merge(self, source: str, target: str, strategy: str, events: str) -> None:
-        plan = self.model.merge_plan(source, target, strategy)
+        plan = self.model.merge_plan(source, target, strategy, events)
         if plan.ambiguous:
             return
 
