@@ -44,7 +44,7 @@ Params = Sequence[Any]
 
 def check_options(durability: object, busy_timeout: object) -> None:
     """Refuse bad ``open()`` options before anything is created on disk."""
-    if durability not in DURABILITY_LEVELS:
+    if not isinstance(durability, str) or durability not in DURABILITY_LEVELS:
         raise RewindError(
             f"durability must be one of {sorted(DURABILITY_LEVELS)}, not {durability!r}",
             code="invalid.option",
@@ -233,6 +233,8 @@ class Connection:
                 else:
                     self._raw.execute(f"ROLLBACK TO rw{depth}")
                     self._raw.execute(f"RELEASE rw{depth}")
+                    for callback in self.rolled_back:
+                        callback()
                 raise
             self._depth -= 1
             if depth == 0:
@@ -241,6 +243,8 @@ class Connection:
                 except sqlite3.Error as error:  # disk full, I/O error: leave no open txn
                     if self._raw.in_transaction:
                         self._raw.execute("ROLLBACK")
+                    for callback in self.rolled_back:
+                        callback()
                     raise storage_error(error) from error
             else:
                 self._raw.execute(f"RELEASE rw{depth}")

@@ -276,11 +276,16 @@ class Engine:
         return max((int(value) for (value,) in rows if value is not None), default=0)
 
     def version_at(self, when: datetime) -> int:
-        """The newest version committed at or before ``when``."""
+        """The newest version committed at or before ``when`` (after the newest commit:
+        the clock, which an imported database may hold above its newest commit)."""
         row = self.conn.fetchone(
             "SELECT max(version) FROM rewind_commits WHERE ts <= ?", (to_micros(when),)
         )
-        return int(row[0]) if row and row[0] is not None else 0
+        newest = self.conn.fetchone("SELECT max(version) FROM rewind_commits")
+        found = int(row[0]) if row and row[0] is not None else 0
+        if newest is None or newest[0] is None or found == newest[0]:
+            return max(found, self.clock())
+        return found
 
     def resolve_as_of(self, record: BranchRecord, as_of: AsOf) -> int:
         """The version ``as_of`` names on ``record``, checked against its history."""

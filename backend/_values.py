@@ -23,11 +23,14 @@ MAX_DEPTH = 128
 _MIN_INT = -(2**63)
 
 
-def validate(value: Any, *, allow_bytes: bool = True) -> None:
-    """Raise ``InvalidValueError`` naming the first part of ``value`` that is not JSON."""
+def validate(value: Any, *, allow_bytes: bool = True, depth: int = 0) -> None:
+    """Raise ``InvalidValueError`` naming the first part of ``value`` that is not JSON.
+
+    ``depth``: how deep in a document the value will be stored (a JSONPath's length).
+    """
     if allow_bytes and isinstance(value, (bytes, bytearray, memoryview)):
         return
-    stack: list[tuple[Any, str, int]] = [(value, "$", 0)]
+    stack: list[tuple[Any, str, int]] = [(value, "$", depth)]
     while stack:
         item, where, depth = stack.pop()
         if depth > MAX_DEPTH:

@@ -260,23 +260,11 @@ def open(
         )
     check_options(durability, busy_timeout)
     directory = Path(path)
-    if directory.exists() and not directory.is_dir():
-        raise NotADatabaseError(
-            f"{directory} is a file; a rewinddb database is a directory", path=str(directory)
-        )
+    try:
+        _prepare_directory(directory, create=create and not readonly)
+    except (OSError, ValueError) as error:  # NUL in the name, a name too long, no access
+        raise RewindError(f"cannot use {str(path)!r}: {error}", code="invalid.path") from None
     db_file = directory / DB_FILENAME
-    if not db_file.exists():
-        if not create or readonly:
-            raise NotFoundError(f"no rewinddb database at {directory}", code="not_found.database")
-        if directory.exists() and any(
-            not entry.name.startswith(DB_FILENAME) for entry in directory.iterdir()
-        ):  # (another process may be creating the database right now)
-            raise NotADatabaseError(
-                f"{directory} is not a rewinddb database (no {DB_FILENAME} in it) and is "
-                "not empty; give a new or empty directory",
-                path=str(directory),
-            )
-        directory.mkdir(parents=True, exist_ok=True)
     try:
         connection = Connection(
             directory, durability=durability, readonly=readonly, busy_timeout=busy_timeout
@@ -294,3 +282,25 @@ def open(
         connection.close()
         raise
     return Database(directory, connection)
+
+
+def _prepare_directory(directory: Path, *, create: bool) -> None:
+    """Check that ``directory`` holds a database, or may become one (and make it)."""
+    str(directory).encode("utf-8")  # a lone surrogate cannot name a file
+    if directory.exists() and not directory.is_dir():
+        raise NotADatabaseError(
+            f"{directory} is a file; a rewinddb database is a directory", path=str(directory)
+        )
+    if (directory / DB_FILENAME).exists():
+        return
+    if not create:
+        raise NotFoundError(f"no rewinddb database at {directory}", code="not_found.database")
+    if directory.exists() and any(
+        not entry.name.startswith(DB_FILENAME) for entry in directory.iterdir()
+    ):  # (another process may be creating the database right now)
+        raise NotADatabaseError(
+            f"{directory} is not a rewinddb database (no {DB_FILENAME} in it) and is not "
+            "empty; give a new or empty directory",
+            path=str(directory),
+        )
+    directory.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,7 @@ class Documents(KeySpace):
         """Set the value at ``path`` of document ``key`` (created if missing); new version."""
         check_name(key, "key")
         tokens = jsonpath.parse(path)
-        validate(value, allow_bytes=False)
+        validate(value, allow_bytes=False, depth=len(tokens))
         engine = self._engine
         with engine.writing(self._branch, trigger, message) as write:
             if tokens:

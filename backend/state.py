@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from ._engine import MISSING, AsOf, check_count
+from ._engine import MISSING, AsOf, check_count, check_name
 from ._keyspace import KeySpace
 from ._values import jsonable
 from .errors import InvalidInputError, NotFoundError
@@ -55,6 +55,7 @@ class State(KeySpace):
         self, key: str, value: Any, trigger: str | None = None, *, message: str | None = None
     ) -> int:
         """Set one key; returns the new version."""
+        check_name(key, "key")
         return self.set_many({key: value}, trigger, message=message)
 
     def set_many(

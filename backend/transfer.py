@@ -52,6 +52,7 @@ _ITEMS_PER_LINE = 256
 _KINDS = {KIND_JSON: "json", KIND_BYTES: "bytes", KIND_DELETED: "deleted"}
 _SECTIONS = ("branch", "array", "items", "commit", "entry", "event")
 _SPACES = ("kv", "json", "state")
+_LAST_MICROSECOND = 253_402_300_800_000_000  # 10000-01-01: datetimes end there
 
 
 @dataclass
@@ -100,7 +101,7 @@ def export_jsonl(
         )
     try:
         out.write(b"")
-    except TypeError:
+    except (TypeError, AttributeError):
         raise RewindError(
             "export writes bytes: open the file in binary mode ('wb') or use sys.stdout.buffer",
             code="invalid.output",
@@ -238,7 +239,7 @@ def export_jsonl(
                         "event_type": event_type,
                         "ts": ts,
                         "hash": digest,
-                        "origin": [origin, origin_seq] if origin in ids else None,
+                        "origin": None if origin is None else [origin, origin_seq],
                     },
                     "payload",
                     bytes(payload),
@@ -327,6 +328,8 @@ class _Importer:
         self.clock = 0
         self.branches: dict[int, int] = {}
         self.arrays: dict[int, int] = {}
+        self.lengths: dict[int, int] = {}  # (new) array id -> items stored so far
+        self.placeholders: dict[int, int] = {}  # origin branches the file leaves out
         self.commits: dict[int, int] = {}  # version -> (new) branch id
         self.result = TransferCounts()
         self.line_number = 0
@@ -337,13 +340,19 @@ class _Importer:
 
     # -- field checks ------------------------------------------------------------
 
-    def integer(self, record: dict[str, Any], name: str, *, optional: bool = False) -> Any:
+    def integer(
+        self, record: dict[str, Any], name: str, *, optional: bool = False, limit: int = 2**62
+    ) -> Any:
         value = record.get(name)
         if value is None and optional:
             return None
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
-            raise self.fail(f"{name!r} must be a non-negative integer, not {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < limit:
+            raise self.fail(f"{name!r} must be an integer from 0 to {limit - 1}, not {value!r}")
         return value
+
+    def timestamp(self, record: dict[str, Any], name: str, *, optional: bool = False) -> Any:
+        """Microseconds since the epoch, before the year 10000."""
+        return self.integer(record, name, optional=optional, limit=_LAST_MICROSECOND)
 
     def text(self, record: dict[str, Any], name: str, what: str) -> str:
         try:
@@ -404,8 +413,8 @@ class _Importer:
         old_id = self.integer(r, "id")
         name = self.text(r, "name", "branch")
         parent = r.get("parent")
-        forked_at, created_at = self.integer(r, "forked_at"), self.integer(r, "created_at")
-        deleted_at = self.integer(r, "deleted_at", optional=True)
+        forked_at, created_at = self.integer(r, "forked_at"), self.timestamp(r, "created_at")
+        deleted_at = self.timestamp(r, "deleted_at", optional=True)
         if old_id in self.branches:
             raise self.fail(f"branch id {old_id} is defined twice")
         if forked_at > self.clock:
@@ -441,17 +450,40 @@ class _Importer:
         old_id, base = self.integer(r, "id"), r.get("base")
         if base is not None and base not in self.arrays:
             raise self.fail(f"array {old_id} builds on array {base!r}, not defined before it")
-        self.arrays[old_id] = self.engine.arrays.create(
-            None if base is None else self.arrays[base], self.integer(r, "base_len")
-        )
+        base_len = self.integer(r, "base_len")
+        if base is not None and base_len > self.lengths[self.arrays[base]]:
+            raise self.fail(f"array {old_id} builds on more items than array {base} has")
+        new_id = self.engine.arrays.create(None if base is None else self.arrays[base], base_len)
+        self.arrays[old_id], self.lengths[new_id] = new_id, base_len
 
     def apply_items(self, r: dict[str, Any]) -> None:
         items = r.get("items")
         if not isinstance(items, list):
             raise self.fail("'items' must be a list")
-        self.engine.arrays.append_items(
-            self._array(r.get("array")), self.integer(r, "start"), [dumps(i) for i in items]
-        )
+        array, start = self._array(r.get("array")), self.integer(r, "start")
+        if start != self.lengths[array]:
+            raise self.fail(f"items start at {start}, but the array has {self.lengths[array]}")
+        self.engine.arrays.append_items(array, start, [dumps(i) for i in items])
+        self.lengths[array] += len(items)
+
+    def _ref(self, value: Any, ref: Any) -> list[Any]:
+        """An entry's reference to array items: a path to a null placeholder in the value
+        (through objects), an array of the file, and no more items than it holds."""
+        if not isinstance(ref, list) or len(ref) != 3 or not isinstance(ref[0], list):
+            raise self.fail(f"an array reference is [path, array, length], not {ref!r}")
+        path, old, _ = ref
+        node = value
+        for member in path:
+            if not isinstance(member, str) or not isinstance(node, dict) or member not in node:
+                raise self.fail(f"array path {path!r} does not lead into the value")
+            node = node[member]
+        if node is not None:
+            raise self.fail(f"array path {path!r} does not end at a placeholder")
+        array = self._array(old)
+        length = self.integer({"length": ref[2]}, "length")
+        if length > self.lengths[array]:
+            raise self.fail(f"refers to {length} items of array {old}, which has fewer")
+        return [path, array, length]
 
     def _array(self, old: Any) -> int:
         if isinstance(old, bool) or old not in self.arrays:
@@ -463,17 +495,20 @@ class _Importer:
         if version in self.commits or not 0 < version <= self.clock:
             raise self.fail(f"commit {version} is repeated or outside the file's clock")
         merge = r.get("merge_branch")
+        merge_version = self.integer(r, "merge_version", optional=True)
+        if (merge is None) != (merge_version is None) or (merge_version or 0) > self.clock:
+            raise self.fail("a merge commit needs both merge_branch and a merge_version")
         self.engine.conn.execute(
             "INSERT INTO rewind_commits (version, branch_id, ts, trigger, message, "
             "merge_branch_id, merge_version) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
                 version,
                 branch_id,
-                self.integer(r, "ts"),
+                self.timestamp(r, "ts"),
                 self.optional_text(r, "trigger"),
                 self.optional_text(r, "message"),
                 None if merge is None else self.branch_id(merge),
-                self.integer(r, "merge_version", optional=True),
+                merge_version,
             ),
         )
         self.commits[version] = branch_id
@@ -490,12 +525,7 @@ class _Importer:
         if kind == KIND_JSON:
             body = dumps(r["value"])
             if r.get("arrays"):
-                refs = dumps(
-                    [
-                        [path, self._array(seq), self.integer({"n": n}, "n")]
-                        for path, seq, n in r["arrays"]
-                    ]
-                )
+                refs = dumps([self._ref(r["value"], ref) for ref in r["arrays"]])
         elif kind == KIND_BYTES:
             body = base64.b64decode(r["value"], validate=True)
         self.engine.conn.execute(
@@ -544,12 +574,36 @@ class _Importer:
         )
 
     def _origin(self, origin: Any) -> tuple[int | None, int | None]:
-        """The event a carried event copies, in this database's branch ids."""
+        """The event a carried event copies, in this database's branch ids. The branch it
+        was first appended to may be outside a partial export: it then gets a placeholder
+        (a deleted branch), so copies of one event still know they are one event."""
         if origin is None:
             return None, None
         if not isinstance(origin, list) or len(origin) != 2:
             raise self.fail(f"'origin' must be [branch id, sequence], not {origin!r}")
-        return self.branch_id(origin[0]), self.integer({"sequence": origin[1]}, "sequence")
+        old, sequence = origin[0], self.integer({"sequence": origin[1]}, "sequence")
+        if isinstance(old, bool) or not isinstance(old, int):
+            raise self.fail(f"'origin' must be [branch id, sequence], not {origin!r}")
+        if old in self.branches:
+            if (
+                self.engine.conn.fetchone(
+                    "SELECT 1 FROM rewind_events WHERE branch_id = ? AND sequence = ?",
+                    (self.branches[old], sequence),
+                )
+                is None
+            ):
+                raise self.fail(f"'origin' names event {sequence} of a branch that lacks it")
+            return self.branches[old], sequence
+        placeholder = self.placeholders.get(old)
+        if placeholder is None:
+            cursor = self.engine.conn.execute(
+                "INSERT INTO rewind_branches (name, parent_id, forked_at, created_at, "
+                "deleted_at) VALUES (?, NULL, 0, 0, 0)",
+                (f"(not exported: branch {old})",),
+            )
+            assert cursor.lastrowid is not None
+            placeholder = self.placeholders[old] = cursor.lastrowid
+        return placeholder, sequence
 
     def finish(self) -> None:
         """Keep the original clock: versions the file left out stay in the past."""

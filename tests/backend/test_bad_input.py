@@ -212,3 +212,13 @@ def test_counts_must_be_non_negative_ints(db, refused, number) -> None:  # type:
     ):
         with refused(db, rewinddb.InvalidInputError, code):
             call()
+
+
+def test_more_bad_arguments(db, refused) -> None:  # type: ignore[no-untyped-def]
+    with refused(db, rewinddb.InvalidInputError, "invalid.key"):
+        db.state.set([], 1)  # type: ignore[arg-type]
+    with refused(db, rewinddb.RewindError, "invalid.output"):
+        db.export_jsonl(object())  # type: ignore[arg-type]
+    deep_path = "$" + ".a" * 100
+    with refused(db, rewinddb.InvalidValueError, "invalid.value"):
+        db.json.set("doc", deep_path, [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]])

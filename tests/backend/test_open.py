@@ -164,3 +164,16 @@ def test_bad_options_create_nothing(tmp_path: Path, options: dict[str, object]) 
         rewinddb.open(tmp_path / "new", **options)  # type: ignore[arg-type]
     assert info.value.code == "invalid.option"
     assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("name", ["nul\x00name", "lone\ud800surrogate", "x" * 2000])
+def test_paths_that_cannot_name_a_directory(tmp_path: Path, name: str) -> None:
+    with pytest.raises(rewinddb.RewindError) as info:
+        rewinddb.open(tmp_path / name)
+    assert info.value.code == "invalid.path"
+
+
+def test_bad_durability_types(tmp_path: Path) -> None:
+    with pytest.raises(rewinddb.RewindError) as info:
+        rewinddb.open(tmp_path / "x", durability=[])  # type: ignore[arg-type]
+    assert info.value.code == "invalid.option"

@@ -21,9 +21,9 @@ the rule is ambiguous; the machine then does not issue that merge (it keeps the 
 copying an arbitrary tie-break).
 
 Events carried by ``events="append"``: the source's events that the target's log does not
-hold (also those an earlier ``events="skip"`` merge left behind). Each model event has an *origin* (the append that
-created it) that its copies keep, so an event already carried into the target is never
-carried again.
+hold (also those an earlier ``events="skip"`` merge left behind). Each model event has an
+*origin* (the append that created it) that its copies keep, so an event already carried
+into the target is never carried again.
 
 Errors are modelled by class and ``code``. Where one fork has two faults the model takes
 the API's lookup order: an unknown source, then a bad ``at``, then a taken name. Invalid

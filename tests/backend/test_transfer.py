@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 
 import orjson
@@ -99,7 +101,7 @@ def test_exporting_some_branches(tmp_path: Path) -> None:
 
 
 def _bad(tmp_path: Path, data: bytes, error: type[Exception], code: str, match: str) -> None:
-    with rewinddb.open(tmp_path / "target") as target:
+    with rewinddb.open(tempfile.mkdtemp(dir=tmp_path)) as target:
         target.branches.fork("default", "existing")
         with pytest.raises(error, match=match) as info:
             target.import_jsonl(io.BytesIO(data))
@@ -271,7 +273,7 @@ def test_a_partial_export_leaves_other_branches_items_out(tmp_path: Path) -> Non
         ((b'"name":"run"', b'"name":""'), "must not be empty"),
         ((b'"name":"run"', b'"name":5'), "must be a string"),
         ((b'"space":"kv"', b'"space":123'), "unknown space"),
-        ((b'"deleted_at":null', b'"deleted_at":"yesterday"'), "non-negative integer"),
+        ((b'"deleted_at":null', b'"deleted_at":"yesterday"'), "must be an integer"),
         ((b'"trigger":"init"', b'"trigger":{"a":1}'), "'trigger'"),
         ((b'"key":"task"', b'"key":["task"]'), "'key'"),
         ((b'"version":1,"kind"', b'"version":999,"kind"'), "not a commit"),
@@ -332,3 +334,105 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
     (tmp_path / "broken.jsonl").write_bytes(b'{"type":"header"}\n')
     assert main(["import", str(tmp_path / "new"), str(tmp_path / "broken.jsonl")]) == 1
     assert not (tmp_path / "new").exists()  # a failed import leaves no empty database
+
+
+def test_a_partial_export_keeps_events_one_event(tmp_path: Path) -> None:
+    with rewinddb.open(tmp_path / "a") as db:
+        db.branches.fork("default", "x")
+        db.branches.fork("default", "t")
+        db.branches.fork("default", "y")
+        db.at("x").events.append("e", {})
+        db.branches.merge("x", "t", events="append")
+        db.branches.merge("x", "y", events="append")
+        data = _export(db, branches=["t", "y"])
+    with rewinddb.open(tmp_path / "b") as copy:
+        copy.import_jsonl(io.BytesIO(data))
+        receipt = copy.branches.merge("y", "t", events="append")
+        assert receipt.events_carried == 0
+        assert [i.event.event_type for i in copy.at("t").events.list()] == ["e"]
+        assert "x" not in copy.branches
+
+
+def _edit(lines: list[bytes], kind: str, change: dict[str, object], nth: int = 0) -> bytes:
+    """The export with the ``nth`` record of ``kind`` changed."""
+    out, seen = [], 0
+    for line in lines:
+        record = orjson.loads(line)
+        if record["type"] == kind:
+            if seen == nth:
+                record.update(change)
+                line = orjson.dumps(record) + b"\n"
+            seen += 1
+        out.append(line)
+    return b"".join(out)
+
+
+@pytest.mark.parametrize(
+    ("kind", "change", "match"),
+    [
+        ("header", {"clock": 2**63 - 1}, "'clock'"),
+        ("commit", {"ts": 2**62}, "'ts'"),
+        ("branch", {"created_at": 2**62}, "'created_at'"),
+        ("commit", {"merge_branch": 1, "merge_version": None}, "merge_branch"),
+        ("items", {"start": 5}, "items start at 5"),
+        ("array", {"base": 99}, "array 99"),
+    ],
+    ids=["clock", "ts", "created_at", "merge-half", "items-gap", "array-base"],
+)
+def test_import_refuses_crafted_values(tmp_path, exported, kind, change, match) -> None:  # type: ignore[no-untyped-def]
+    _bad(
+        tmp_path, _edit(exported, kind, change), rewinddb.ImportFormatError, "invalid.import", match
+    )
+
+
+def test_import_refuses_crafted_array_references(tmp_path, exported) -> None:  # type: ignore[no-untyped-def]
+    entry = next(orjson.loads(line) for line in exported if b'"arrays"' in line)
+    nth = [orjson.loads(line) for line in exported if b'"type":"entry"' in line].index(entry)
+    path, array, length = entry["arrays"][0]
+    for arrays, match in (
+        ([[["nope"], array, length]], "does not lead into the value"),
+        ([[[], array, length]], "does not end at a placeholder"),
+        ([[path, array, length + 100]], "which has fewer"),
+        ([[path, 77, length]], "array 77"),
+        (["junk"], "[path, array, length]"),
+    ):
+        _bad(
+            tmp_path,
+            _edit(exported, "entry", {"arrays": arrays}, nth),
+            rewinddb.ImportFormatError,
+            "invalid.import",
+            match,
+        )
+
+
+def test_import_refuses_an_origin_that_does_not_exist(tmp_path, exported) -> None:  # type: ignore[no-untyped-def]
+    _bad(
+        tmp_path,
+        _edit(exported, "event", {"origin": [1, 99]}),
+        rewinddb.ImportFormatError,
+        "invalid.import",
+        "lacks it",
+    )
+
+
+def test_now_as_a_datetime_after_a_partial_import(tmp_path: Path) -> None:
+    with rewinddb.open(tmp_path / "a") as db:
+        db.branches.fork("default", "x")
+        db.at("x").kv.put("noise", 1)
+        db.branches.fork("default", "y")
+        data = _export(db, branches=["y"])
+    with rewinddb.open(tmp_path / "b") as copy:
+        copy.import_jsonl(io.BytesIO(data))
+        copy.branches.fork("y", "later")
+        assert copy.at("later").kv.keys(as_of=datetime.now(timezone.utc)) == []
+
+
+def test_a_failed_import_inside_a_transaction_forgets_its_branches(
+    tmp_path: Path, exported: list[bytes]
+) -> None:
+    with rewinddb.open(tmp_path / "target") as target:
+        with target.transaction():
+            with pytest.raises(rewinddb.ImportFormatError):
+                target.import_jsonl([*exported[:-8], b'{"type":"mystery"}\n'])
+            target.import_jsonl(exported)
+        assert "run" in target.branches and target.at("run").events.verify().ok
