@@ -115,11 +115,27 @@ def build_graph(
                 edges.append(GraphEdge("merge", source, merge_version, name, version))
         elif version not in evented:
             points[name].append(GraphPoint(name, version, "commit", trigger or message or "write"))
+    edges = [_from_last_point(edge, points, branches) for edge in edges]
     flat: list[GraphPoint] = []
     for branch in branches:
         own = sorted(points[branch.name], key=lambda p: (p.version, p.sequence or 0))
         flat += _thin(own, max_points_per_branch)
     return HistoryGraph(branches, flat, edges)
+
+
+def _from_last_point(
+    edge: GraphEdge, points: dict[str, list[GraphPoint]], branches: list[GraphBranch]
+) -> GraphEdge:
+    """A merge edge starts at the source's last point at or before the merged version
+    (the merged version is the clock then, often far past the source's last write)."""
+    if edge.kind != "merge":
+        return edge
+    forked_at = next(b.forked_at for b in branches if b.name == edge.from_branch)
+    start = max(
+        (p.version for p in points[edge.from_branch] if p.version <= edge.from_version),
+        default=forked_at,
+    )
+    return GraphEdge("merge", edge.from_branch, start, edge.to_branch, edge.to_version)
 
 
 def _thin(points: list[GraphPoint], limit: int | None) -> list[GraphPoint]:

@@ -67,7 +67,7 @@ def state_html(snapshot: dict[str, Any]) -> str:
     parts = []
     for space in ("kv", "json", "state"):
         values = snapshot.get(space, {})
-        body = "".join(value_tree(v, k, open_levels=0) for k, v in values.items())
+        body = "".join(value_tree(v, k, open_levels=1) for k, v in values.items())
         parts.append(
             _details(f"<b>{space}</b> ({len(values)} keys)", body or "<i>empty</i>", bool(values))
         )

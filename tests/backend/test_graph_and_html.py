@@ -84,3 +84,12 @@ def test_repr_html_of_closed_or_deleted_things(db_path) -> None:  # type: ignore
     assert "not_found.engine.branch" in view._repr_html_()
     db.close()
     assert "(closed)" in db._repr_html_()
+
+
+def test_a_merge_edge_starts_at_the_sources_last_point(db: rewinddb.Database) -> None:
+    db.branches.fork("default", "run")
+    db.at("run").kv.put("k", 1)  # version 1, run's last write
+    db.kv.put("other", 1)  # version 2: the clock moves on
+    db.branches.merge("run", "default")  # merges run as of version 2
+    merge = next(e for e in db.graph().edges if e.kind == "merge")
+    assert (merge.from_branch, merge.from_version, merge.to_version) == ("run", 1, 3)
