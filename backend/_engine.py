@@ -400,17 +400,21 @@ class Engine:
     def read_entry(
         self, record: BranchRecord, version: int, space: str, key: str
     ) -> tuple[Any, ...] | None:
-        """The newest entry of ``key`` visible at (record, version), or None."""
-        for branch_id, cap in self.lineage(record, version):
-            row = self.conn.fetchone(
-                f"SELECT {self._ENTRY_COLUMNS} FROM rewind_entries "
-                "WHERE branch_id = ? AND space = ? AND key = ? AND version <= ? "
-                "ORDER BY version DESC LIMIT 1",
-                (branch_id, space, key, cap),
-            )
-            if row is not None:
-                return (*row, branch_id)
-        return None
+        """The newest entry of ``key`` visible at (record, version), or None.
+
+        One index seek per lineage step, sent as one statement; the branch's own rows are
+        newer than its ancestors', so the newest row found wins.
+        """
+        steps = self.lineage(record, version)
+        seek = (
+            f"SELECT * FROM (SELECT {self._ENTRY_COLUMNS}, branch_id FROM rewind_entries "
+            "WHERE branch_id = ? AND space = ? AND key = ? AND version <= ? "
+            "ORDER BY version DESC LIMIT 1) step{}"
+        )
+        sql = " UNION ALL ".join(seek.format(i) for i in range(len(steps)))
+        params = [value for branch_id, cap in steps for value in (branch_id, space, key, cap)]
+        rows = self.conn.fetchall(sql, params)
+        return max(rows, key=lambda row: row[3]) if rows else None
 
     def decode(self, kind: int, body: bytes | None, refs: bytes | None) -> Any:
         if kind == KIND_DELETED:

@@ -1,0 +1,55 @@
+"""The saver's index: where each checkpoint lives.
+
+It is kept as kv keys on its own branch (``lg-index``), so the thread branches hold only
+LangGraph state. Keys (see ``_names``):
+
+- ``cp/<thread>/<ns>/<checkpoint_id>`` -> ``{"branch", "read", "version", "events",
+  "parent", "run_id"}``: the checkpoint is readable on ``read`` as of ``version``; its
+  pending writes are the events of ``branch`` from sequence ``events`` on; its children
+  continue ``branch`` while it is that branch's newest checkpoint.
+- ``ns/<thread>/<ns>`` -> ``{"main": branch, "head": newest checkpoint id}``.
+- ``run/<run_id>/<thread>/<ns>/<id>``: the checkpoints of a run.
+- ``own/<thread>/<branch>``: branches a thread created; ``ref/<branch>/<thread>``:
+  branches a copied thread reads from, kept while referenced.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import rewinddb
+
+from . import _names
+
+
+class Index:
+    """Read and write the index branch of one database."""
+
+    def __init__(self, db: rewinddb.Database) -> None:
+        self.db = db
+        if not db.branches.exists(_names.INDEX_BRANCH):
+            db.branches.fork("default", _names.INDEX_BRANCH, at=0)
+        self.view = db.at(_names.INDEX_BRANCH)
+
+    def get(self, key: str) -> Any:
+        return self.view.kv.get(key)
+
+    def keys(self, prefix: str) -> list[str]:
+        return list(self.view.kv.keys(prefix))
+
+    def records(self, thread_id: str, checkpoint_ns: str | None = None) -> list[str]:
+        """Checkpoint keys of a thread (of one namespace when given)."""
+        if checkpoint_ns is None:
+            return self.keys("cp/" + _names.thread_prefix(thread_id))
+        return self.keys(_names.checkpoint_key(thread_id, checkpoint_ns, ""))
+
+    def write(self, puts: dict[str, Any], deletes: list[str] = ()) -> None:  # type: ignore[assignment]
+        """Apply ``puts`` and ``deletes`` as one version."""
+        if not puts and not deletes:
+            return
+        with self.view.transaction(trigger="langgraph.index"):
+            for key, value in puts.items():
+                self.view.kv.put(key, value)
+            for key in deletes:
+                if key not in puts:
+                    self.view.kv.delete(key)

@@ -1,0 +1,75 @@
+"""Branch names and index keys of the LangGraph saver.
+
+A thread's root namespace lives on branch ``lg/<thread_id>``, a subgraph namespace on
+``lg/<thread_id>/<checkpoint_ns>``, and a time-travel fork of either on
+``<that name>~<short checkpoint id>``. Thread ids and namespaces are escaped so that
+``/``, ``~`` and ``%`` in them cannot be confused with the separators.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote, unquote
+
+PREFIX = "lg/"
+INDEX_BRANCH = "lg-index"
+CHECKPOINT_KEY = "checkpoint"
+CHANNEL_PREFIX = "channel/"
+WRITE_EVENT = "langgraph.write"
+
+
+def escape(text: str) -> str:
+    """``text`` with ``/``, ``~``, ``%`` and other separators percent-encoded."""
+    return quote(text, safe=":|-_.@ ").replace("~", "%7E")
+
+
+def unescape(text: str) -> str:
+    """The inverse of :func:`escape`."""
+    return unquote(text)
+
+
+def main_branch(thread_id: str, checkpoint_ns: str) -> str:
+    """The branch a (thread, namespace) starts on."""
+    name = PREFIX + escape(thread_id)
+    return f"{name}/{escape(checkpoint_ns)}" if checkpoint_ns else name
+
+
+def fork_branch(main: str, checkpoint_id: str) -> str:
+    """The name of a fork of ``main`` that starts with ``checkpoint_id``."""
+    return f"{main}~{checkpoint_id.replace('-', '')[-8:]}"
+
+
+def channel_key(channel: str) -> str:
+    return CHANNEL_PREFIX + channel
+
+
+# Keys on the index branch.
+
+
+def thread_prefix(thread_id: str) -> str:
+    return f"{escape(thread_id)}/"
+
+
+def checkpoint_key(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> str:
+    return f"cp/{escape(thread_id)}/{escape(checkpoint_ns)}/{checkpoint_id}"
+
+
+def parse_checkpoint_key(key: str) -> tuple[str, str, str]:
+    """``(thread_id, checkpoint_ns, checkpoint_id)`` of a key from :func:`checkpoint_key`."""
+    _, thread, ns, checkpoint_id = key.split("/", 3)
+    return unescape(thread), unescape(ns), checkpoint_id
+
+
+def namespace_key(thread_id: str, checkpoint_ns: str) -> str:
+    return f"ns/{escape(thread_id)}/{escape(checkpoint_ns)}"
+
+
+def run_key(run_id: str, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> str:
+    return f"run/{escape(run_id)}/{escape(thread_id)}/{escape(checkpoint_ns)}/{checkpoint_id}"
+
+
+def owned_key(thread_id: str, branch: str) -> str:
+    return f"own/{escape(thread_id)}/{escape(branch)}"
+
+
+def ref_key(branch: str, thread_id: str) -> str:
+    return f"ref/{escape(branch)}/{escape(thread_id)}"
