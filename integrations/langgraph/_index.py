@@ -15,6 +15,7 @@ LangGraph state. Keys (see ``_names``):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import rewinddb
@@ -43,13 +44,13 @@ class Index:
             return self.keys("cp/" + _names.thread_prefix(thread_id))
         return self.keys(_names.checkpoint_key(thread_id, checkpoint_ns, ""))
 
-    def write(self, puts: dict[str, Any], deletes: list[str] = ()) -> None:  # type: ignore[assignment]
+    def write(self, puts: dict[str, Any], deletes: Iterable[str] = ()) -> None:
         """Apply ``puts`` and ``deletes`` as one version."""
+        deletes = [key for key in deletes if key not in puts]
         if not puts and not deletes:
             return
         with self.view.transaction(trigger="langgraph.index"):
             for key, value in puts.items():
                 self.view.kv.put(key, value)
             for key in deletes:
-                if key not in puts:
-                    self.view.kv.delete(key)
+                self.view.kv.delete(key)

@@ -1,0 +1,496 @@
+"""``RewindSaver``: a LangGraph checkpointer that records threads as rewinddb branches."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import rewinddb
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    PendingWrite,
+    get_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from . import _names
+from ._codec import dump_channel, dump_typed, load_channel, load_typed
+from ._index import Index
+
+
+def _target(config: RunnableConfig | None, what: str) -> tuple[str, str, str | None]:
+    """``(thread_id, checkpoint_ns, checkpoint_id)`` of a config, or a clear error."""
+    if not isinstance(config, dict) or not isinstance(config.get("configurable"), dict):
+        raise ValueError(
+            f"{what} needs a config like {{'configurable': {{'thread_id': ...}}}}, "
+            f"got {config!r}"
+        )
+    configurable = config["configurable"]
+    thread_id = configurable.get("thread_id")
+    if thread_id is None or thread_id == "":
+        raise ValueError(
+            f"{what}: the config has no 'thread_id' in 'configurable'; pass "
+            "{'configurable': {'thread_id': '<your thread id>'}}"
+        )
+    checkpoint_ns = configurable.get("checkpoint_ns") or ""
+    checkpoint_id = configurable.get("checkpoint_id") or None
+    return str(thread_id), str(checkpoint_ns), checkpoint_id
+
+
+def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+class RewindSaver(BaseCheckpointSaver[str]):
+    """A LangGraph checkpointer on a rewinddb database.
+
+    Each thread (and each subgraph namespace) is a branch ``lg/<thread_id>``
+    (``lg/<thread_id>/<ns>``); each checkpoint is one version on it; pending writes are
+    events on it. A checkpoint written from a parent that already has a child (time
+    travel) starts a new branch ``<branch>~<id>`` forked at the parent's version.
+    """
+
+    def __init__(self, db: rewinddb.Database, *, serde: SerializerProtocol | None = None):
+        super().__init__(serde=serde)
+        self.db = db
+        self.index = Index(db)
+        self.lock = threading.RLock()
+
+    @classmethod
+    @contextmanager
+    def from_path(
+        cls, path: str | Path, *, serde: SerializerProtocol | None = None
+    ) -> Iterator[RewindSaver]:
+        """Open (or create) the database at ``path`` and close it afterwards."""
+        with rewinddb.open(path) as db:
+            yield cls(db, serde=serde)
+
+    # Reading ------------------------------------------------------------------------
+
+    def _head_id(self, branch: str) -> str | None:
+        """The newest checkpoint id written on (or inherited by) ``branch``."""
+        record = self.db.at(branch).kv.get(_names.CHECKPOINT_KEY)
+        return record["id"] if record else None
+
+    def _writes(self, entry: dict, checkpoint_id: str) -> list[PendingWrite]:
+        events = self.db.at(entry["branch"]).events.list(
+            event_type=_names.WRITE_EVENT,
+            after=entry["events"] - 1 if entry["events"] else None,
+        )
+        found: dict[tuple[str, int], dict] = {}
+        for item in events:
+            payload = item.event.payload
+            if payload["checkpoint_id"] == checkpoint_id:
+                found[(payload["task_id"], payload["idx"])] = payload
+        ordered = sorted(
+            found.values(), key=lambda p: writes_sort_key(p["task_path"], p["task_id"], p["idx"])
+        )
+        return [(p["task_id"], p["channel"], load_typed(self.serde, p["value"])) for p in ordered]
+
+    def _load(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> CheckpointTuple | None:
+        entry = self.index.get(_names.checkpoint_key(thread_id, checkpoint_ns, checkpoint_id))
+        if entry is None:
+            return None
+        view = self.db.at(entry["read"])
+        stored = view.kv.get(_names.CHECKPOINT_KEY, as_of=entry["version"])
+        checkpoint: Checkpoint = load_typed(self.serde, stored["checkpoint"])
+        values: dict[str, Any] = {}
+        for channel, version in checkpoint["channel_versions"].items():
+            blob = view.kv.get(_names.channel_key(channel), as_of=entry["version"])
+            if blob is not None and blob["version"] == version:
+                values[channel] = load_channel(self.serde, blob)
+        parent = entry["parent"]
+        return CheckpointTuple(
+            config=_config(thread_id, checkpoint_ns, checkpoint_id),
+            checkpoint={**checkpoint, "channel_values": values},
+            metadata=load_typed(self.serde, stored["metadata"]),
+            parent_config=_config(thread_id, checkpoint_ns, parent) if parent else None,
+            pending_writes=self._writes(entry, checkpoint_id),
+        )
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint the config names, or the thread's newest (on any branch)."""
+        thread_id, checkpoint_ns, checkpoint_id = _target(config, "get_tuple")
+        if checkpoint_id is None:
+            namespace = self.index.get(_names.namespace_key(thread_id, checkpoint_ns))
+            if not namespace or not namespace.get("head"):
+                return None
+            checkpoint_id = namespace["head"]
+        return self._load(thread_id, checkpoint_ns, checkpoint_id)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first, all branches interleaved."""
+        if config is None:
+            keys = self.index.keys("cp/")
+            wanted_id = None
+        else:
+            thread_id, _, wanted_id = _target(config, "list")
+            ns = config["configurable"].get("checkpoint_ns")
+            keys = self.index.records(thread_id, None if ns is None else str(ns))
+        before_id = _target(before, "list(before=...)")[2] if before else None
+        found = sorted((_names.parse_checkpoint_key(key) for key in keys), key=lambda t: t[2])
+        count = 0
+        for thread_id, checkpoint_ns, checkpoint_id in reversed(found):
+            if limit is not None and count >= limit:
+                return
+            if wanted_id and checkpoint_id != wanted_id:
+                continue
+            if before_id and checkpoint_id >= before_id:
+                continue
+            loaded = self._load(thread_id, checkpoint_ns, checkpoint_id)
+            if loaded is None:
+                continue
+            if filter and any(loaded.metadata.get(k) != v for k, v in filter.items()):
+                continue
+            count += 1
+            yield loaded
+
+    # Writing ------------------------------------------------------------------------
+
+    def _free_name(self, name: str) -> str:
+        candidate, n = name, 1
+        while self.db.branches.exists(candidate):
+            n += 1
+            candidate = f"{name}-{n}"
+        return candidate
+
+    def _branch_for(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, parent_id: str | None
+    ) -> tuple[str, dict[str, Any]]:
+        """The branch a new checkpoint goes on, and the index entries that creates."""
+        ns_key = _names.namespace_key(thread_id, checkpoint_ns)
+        namespace = self.index.get(ns_key)
+        main = namespace["main"] if namespace else None
+        parent = (
+            self.index.get(_names.checkpoint_key(thread_id, checkpoint_ns, parent_id))
+            if parent_id
+            else None
+        )
+        if parent is not None:
+            if self._head_id(parent["branch"]) == parent_id:
+                return parent["branch"], {}
+            source, at = parent["branch"], parent["version"]
+        elif main is not None and self._head_id(main) is None:
+            return main, {}
+        else:
+            source, at = "default", 0
+        if main is None:
+            name = self._free_name(_names.main_branch(thread_id, checkpoint_ns))
+        else:
+            name = self._free_name(_names.fork_branch(main, checkpoint_id))
+        self.db.branches.fork(source, name, at=at)
+        created: dict[str, Any] = {_names.owned_key(thread_id, name): True}
+        if main is None:
+            created[ns_key] = {"main": name, "head": None}
+        return name, created
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint as one version on its thread's branch (forking if needed)."""
+        thread_id, checkpoint_ns, parent_id = _target(config, "put")
+        checkpoint_id = checkpoint["id"]
+        full_metadata = get_checkpoint_metadata(config, metadata)
+        rest = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+        values = checkpoint.get("channel_values", {})
+        with self.lock:
+            branch, index_puts = self._branch_for(
+                thread_id, checkpoint_ns, checkpoint_id, parent_id
+            )
+            view = self.db.at(branch)
+            events = view.events.length()
+            with view.transaction(trigger="langgraph.checkpoint", message=checkpoint_id):
+                version = view.kv.put(
+                    _names.CHECKPOINT_KEY,
+                    {
+                        "id": checkpoint_id,
+                        "parent": parent_id,
+                        "ts": checkpoint.get("ts"),
+                        "source": full_metadata.get("source"),
+                        "step": full_metadata.get("step"),
+                        "checkpoint": dump_typed(self.serde, rest),
+                        "metadata": dump_typed(self.serde, full_metadata),
+                    },
+                )
+                for channel, channel_version in new_versions.items():
+                    key = _names.channel_key(channel)
+                    if channel in values:
+                        view.kv.put(key, dump_channel(self.serde, values[channel], channel_version))
+                    else:
+                        view.kv.delete(key)
+            self._index_checkpoint(
+                thread_id, checkpoint_ns, checkpoint_id, index_puts,
+                {"branch": branch, "read": branch, "version": version, "events": events,
+                 "parent": parent_id, "run_id": full_metadata.get("run_id")},
+            )
+        return _config(thread_id, checkpoint_ns, checkpoint_id)
+
+    def _index_checkpoint(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, puts: dict, entry: dict
+    ) -> None:
+        ns_key = _names.namespace_key(thread_id, checkpoint_ns)
+        namespace = dict(puts.get(ns_key) or self.index.get(ns_key))
+        if not namespace.get("head") or namespace["head"] < checkpoint_id:
+            namespace["head"] = checkpoint_id
+        puts = {**puts, ns_key: namespace}
+        puts[_names.checkpoint_key(thread_id, checkpoint_ns, checkpoint_id)] = entry
+        if entry.get("run_id"):
+            key = _names.run_key(str(entry["run_id"]), thread_id, checkpoint_ns, checkpoint_id)
+            puts[key] = True
+        self.index.write(puts)
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Record a task's writes as events on the checkpoint's branch (one version)."""
+        thread_id, checkpoint_ns, checkpoint_id = _target(config, "put_writes")
+        if checkpoint_id is None:
+            raise ValueError("put_writes: the config has no 'checkpoint_id' in 'configurable'")
+        with self.lock:
+            entry = self.index.get(_names.checkpoint_key(thread_id, checkpoint_ns, checkpoint_id))
+            if entry is None:
+                raise ValueError(
+                    f"put_writes: thread {thread_id!r} (namespace {checkpoint_ns!r}) has no "
+                    f"checkpoint {checkpoint_id!r}; put the checkpoint first"
+                )
+            existing = {(w[0], idx) for w, idx in self._write_keys(entry, checkpoint_id)}
+            view = self.db.at(entry["branch"])
+            with view.transaction(trigger="langgraph.writes", message=task_id):
+                for position, (channel, value) in enumerate(writes):
+                    idx = WRITES_IDX_MAP.get(channel, position)
+                    if idx >= 0 and (task_id, idx) in existing:
+                        continue
+                    view.events.append(
+                        _names.WRITE_EVENT,
+                        {
+                            "checkpoint_id": checkpoint_id,
+                            "task_id": task_id,
+                            "task_path": task_path,
+                            "idx": idx,
+                            "channel": channel,
+                            "value": dump_typed(self.serde, value),
+                        },
+                    )
+
+    def _write_keys(self, entry: dict, checkpoint_id: str) -> list[tuple[tuple[str], int]]:
+        events = self.db.at(entry["branch"]).events.list(
+            event_type=_names.WRITE_EVENT,
+            after=entry["events"] - 1 if entry["events"] else None,
+        )
+        return [
+            ((item.event.payload["task_id"],), item.event.payload["idx"])
+            for item in events
+            if item.event.payload["checkpoint_id"] == checkpoint_id
+        ]
+
+    # Deleting and copying ------------------------------------------------------------
+
+    def _release(self, branches: set[str], keep: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+        """Delete the branches nobody reads any more."""
+        for branch in branches - keep:
+            if not self.index.keys(f"ref/{_names.escape(branch)}/") and self.db.branches.exists(
+                branch
+            ):
+                self.db.branches.delete(branch)
+
+    def _forget(self, thread_id: str, keys: list[str]) -> list[str]:
+        """Index keys to delete for checkpoint keys ``keys`` (their run keys included)."""
+        deletes = list(keys)
+        for key in keys:
+            entry = self.index.get(key)
+            if entry and entry.get("run_id"):
+                _, ns, checkpoint_id = _names.parse_checkpoint_key(key)
+                deletes.append(_names.run_key(str(entry["run_id"]), thread_id, ns, checkpoint_id))
+        return deletes
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Forget a thread and delete its branches (unless a copy still reads them)."""
+        thread_id = str(thread_id)
+        with self.lock:
+            escaped = _names.escape(thread_id)
+            owned = self.index.keys(f"own/{escaped}/")
+            deletes = self._forget(thread_id, self.index.records(thread_id))
+            deletes += owned + self.index.keys(f"ns/{escaped}/")
+            refs = [k for k in self.index.keys("ref/") if k.endswith("/" + escaped)]
+            self.index.write({}, deletes + refs)
+            self._release({_names.unescape(k.split("/", 2)[2]) for k in owned})
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Forget every checkpoint (and its writes) made by one of ``run_ids``."""
+        with self.lock:
+            for run_id in run_ids:
+                keys = self.index.keys(f"run/{_names.escape(str(run_id))}/")
+                touched: set[tuple[str, str]] = set()
+                deletes = list(keys)
+                for key in keys:
+                    _, _, thread, ns, checkpoint_id = key.split("/", 4)
+                    thread, ns = _names.unescape(thread), _names.unescape(ns)
+                    deletes.append(_names.checkpoint_key(thread, ns, checkpoint_id))
+                    touched.add((thread, ns))
+                self.index.write({}, deletes)
+                for thread, ns in touched:
+                    self._reset_head(thread, ns)
+
+    def _reset_head(self, thread_id: str, checkpoint_ns: str) -> None:
+        ns_key = _names.namespace_key(thread_id, checkpoint_ns)
+        namespace = self.index.get(ns_key)
+        if namespace is None:
+            return
+        ids = [_names.parse_checkpoint_key(k)[2] for k in self.index.records(thread_id, checkpoint_ns)]
+        self.index.write({ns_key: {**namespace, "head": max(ids, default=None)}})
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``keep_latest``: keep each namespace's newest checkpoint; ``delete``: all."""
+        if strategy not in ("keep_latest", "delete"):
+            raise ValueError(f"prune: unknown strategy {strategy!r}; use 'keep_latest' or 'delete'")
+        for thread_id in thread_ids:
+            if strategy == "delete":
+                self.delete_thread(thread_id)
+            else:
+                self._keep_latest(str(thread_id))
+
+    def _keep_latest(self, thread_id: str) -> None:
+        with self.lock:
+            escaped = _names.escape(thread_id)
+            heads = {
+                (thread_id, _names.unescape(k.split("/", 2)[2])): (self.index.get(k) or {}).get("head")
+                for k in self.index.keys(f"ns/{escaped}/")
+            }
+            drop, keep_branches = [], set()
+            for key in self.index.records(thread_id):
+                thread, ns, checkpoint_id = _names.parse_checkpoint_key(key)
+                if heads.get((thread, ns)) == checkpoint_id:
+                    entry = self.index.get(key)
+                    keep_branches |= {entry["branch"], entry["read"]}
+                else:
+                    drop.append(key)
+            owned = self.index.keys(f"own/{escaped}/")
+            released = {_names.unescape(k.split("/", 2)[2]) for k in owned} - keep_branches
+            gone = [_names.owned_key(thread_id, b) for b in released]
+            self.index.write({}, self._forget(thread_id, drop) + gone)
+            self._release(released)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread: one O(1) fork per branch; the copy reads the source's history."""
+        source, target = str(source_thread_id), str(target_thread_id)
+        with self.lock:
+            src, dst = _names.escape(source), _names.escape(target)
+            forks: dict[str, str] = {}
+            puts: dict[str, Any] = {}
+            for key in self.index.keys(f"own/{src}/"):
+                branch = _names.unescape(key.split("/", 2)[2])
+                name = _names.PREFIX + dst + branch[len(_names.PREFIX + src):]
+                name = self._free_name(name)
+                self.db.branches.fork(branch, name)
+                forks[branch] = name
+                puts[_names.owned_key(target, name)] = True
+            for key in self.index.keys(f"ns/{src}/"):
+                namespace = self.index.get(key)
+                ns = _names.unescape(key.split("/", 2)[2])
+                puts[_names.namespace_key(target, ns)] = {
+                    "main": forks.get(namespace["main"], namespace["main"]),
+                    "head": namespace["head"],
+                }
+            for key in self.index.records(source):
+                _, ns, checkpoint_id = _names.parse_checkpoint_key(key)
+                entry = dict(self.index.get(key))
+                if self._head_id(entry["branch"]) == checkpoint_id and entry["branch"] in forks:
+                    entry["branch"] = forks[entry["branch"]]
+                puts[_names.checkpoint_key(target, ns, checkpoint_id)] = entry
+                if entry.get("run_id"):
+                    puts[_names.run_key(str(entry["run_id"]), target, ns, checkpoint_id)] = True
+                for branch in {entry["read"], entry["branch"]} - set(forks.values()):
+                    puts[_names.ref_key(branch, target)] = True
+            self.index.write(puts)
+
+    def get_next_version(self, current: str | None, channel: None = None) -> str:
+        """A monotonically increasing channel version, like ``InMemorySaver``'s."""
+        if current is None:
+            current_v = 0
+        elif isinstance(current, int):
+            current_v = current
+        else:
+            current_v = int(str(current).split(".")[0])
+        return f"{current_v + 1:032}.{random.random():016}"
+
+    # Async twins ---------------------------------------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        items = await asyncio.to_thread(
+            lambda: list(self.list(config, filter=filter, before=before, limit=limit))
+        )
+        for item in items:
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
