@@ -39,3 +39,15 @@ def test_notebook_benchmark_small_run() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "slider move, median of 20" in result.stdout
+
+
+def test_langgraph_benchmark_small_run() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "langgraph_savers.py"), "--turns", "5"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "RewindSaver" in result.stdout and "bytes on disk vs SqliteSaver" in result.stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import builtins
 import random
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -10,7 +11,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import rewinddb
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -25,6 +25,8 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+import rewinddb
+
 from . import _names
 from ._codec import dump_channel, dump_typed, load_channel, load_typed
 from ._index import Index
@@ -34,8 +36,7 @@ def _target(config: RunnableConfig | None, what: str) -> tuple[str, str, str | N
     """``(thread_id, checkpoint_ns, checkpoint_id)`` of a config, or a clear error."""
     if not isinstance(config, dict) or not isinstance(config.get("configurable"), dict):
         raise ValueError(
-            f"{what} needs a config like {{'configurable': {{'thread_id': ...}}}}, "
-            f"got {config!r}"
+            f"{what} needs a config like {{'configurable': {{'thread_id': ...}}}}, got {config!r}"
         )
     configurable = config["configurable"]
     thread_id = configurable.get("thread_id")
@@ -73,6 +74,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         self.db = db
         self.index = Index(db)
         self.lock = threading.RLock()
+        self._early_writes: dict[tuple[str, str, str], list[tuple[list, str, str]]] = {}
 
     @classmethod
     @contextmanager
@@ -105,7 +107,9 @@ class RewindSaver(BaseCheckpointSaver[str]):
         )
         return [(p["task_id"], p["channel"], load_typed(self.serde, p["value"])) for p in ordered]
 
-    def _load(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> CheckpointTuple | None:
+    def _load(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str
+    ) -> CheckpointTuple | None:
         entry = self.index.get(_names.checkpoint_key(thread_id, checkpoint_ns, checkpoint_id))
         if entry is None:
             return None
@@ -247,11 +251,18 @@ class RewindSaver(BaseCheckpointSaver[str]):
                         view.kv.put(key, dump_channel(self.serde, values[channel], channel_version))
                     else:
                         view.kv.delete(key)
-            self._index_checkpoint(
-                thread_id, checkpoint_ns, checkpoint_id, index_puts,
-                {"branch": branch, "read": branch, "version": version, "events": events,
-                 "parent": parent_id, "run_id": full_metadata.get("run_id")},
-            )
+            entry = {
+                "branch": branch,
+                "read": branch,
+                "version": version,
+                "events": events,
+                "parent": parent_id,
+                "run_id": full_metadata.get("run_id"),
+            }
+            self._index_checkpoint(thread_id, checkpoint_ns, checkpoint_id, index_puts, entry)
+            early = self._early_writes.pop((thread_id, checkpoint_ns, checkpoint_id), [])
+            for writes, task_id, task_path in early:
+                self._append_writes(entry, checkpoint_id, writes, task_id, task_path)
         return _config(thread_id, checkpoint_ns, checkpoint_id)
 
     def _index_checkpoint(
@@ -282,30 +293,41 @@ class RewindSaver(BaseCheckpointSaver[str]):
         with self.lock:
             entry = self.index.get(_names.checkpoint_key(thread_id, checkpoint_ns, checkpoint_id))
             if entry is None:
-                raise ValueError(
-                    f"put_writes: thread {thread_id!r} (namespace {checkpoint_ns!r}) has no "
-                    f"checkpoint {checkpoint_id!r}; put the checkpoint first"
-                )
-            existing = {(w[0], idx) for w, idx in self._write_keys(entry, checkpoint_id)}
-            view = self.db.at(entry["branch"])
-            with view.transaction(trigger="langgraph.writes", message=task_id):
-                for position, (channel, value) in enumerate(writes):
-                    idx = WRITES_IDX_MAP.get(channel, position)
-                    if idx >= 0 and (task_id, idx) in existing:
-                        continue
-                    view.events.append(
-                        _names.WRITE_EVENT,
-                        {
-                            "checkpoint_id": checkpoint_id,
-                            "task_id": task_id,
-                            "task_path": task_path,
-                            "idx": idx,
-                            "channel": channel,
-                            "value": dump_typed(self.serde, value),
-                        },
-                    )
+                # LangGraph may save a task's writes before (async) saving their
+                # checkpoint: keep them until the checkpoint arrives.
+                key = (thread_id, checkpoint_ns, checkpoint_id)
+                self._early_writes.setdefault(key, []).append((list(writes), task_id, task_path))
+                return
+            self._append_writes(entry, checkpoint_id, writes, task_id, task_path)
 
-    def _write_keys(self, entry: dict, checkpoint_id: str) -> list[tuple[tuple[str], int]]:
+    def _append_writes(
+        self,
+        entry: dict,
+        checkpoint_id: str,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> None:
+        existing = {(w[0], idx) for w, idx in self._write_keys(entry, checkpoint_id)}
+        view = self.db.at(entry["branch"])
+        with view.transaction(trigger="langgraph.writes", message=task_id):
+            for position, (channel, value) in enumerate(writes):
+                idx = WRITES_IDX_MAP.get(channel, position)
+                if idx >= 0 and (task_id, idx) in existing:
+                    continue
+                view.events.append(
+                    _names.WRITE_EVENT,
+                    {
+                        "checkpoint_id": checkpoint_id,
+                        "task_id": task_id,
+                        "task_path": task_path,
+                        "idx": idx,
+                        "channel": channel,
+                        "value": dump_typed(self.serde, value),
+                    },
+                )
+
+    def _write_keys(self, entry: dict, checkpoint_id: str) -> builtins.list[tuple[tuple[str], int]]:
         events = self.db.at(entry["branch"]).events.list(
             event_type=_names.WRITE_EVENT,
             after=entry["events"] - 1 if entry["events"] else None,
@@ -326,7 +348,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
             ):
                 self.db.branches.delete(branch)
 
-    def _forget(self, thread_id: str, keys: list[str]) -> list[str]:
+    def _forget(self, thread_id: str, keys: builtins.list[str]) -> builtins.list[str]:
         """Index keys to delete for checkpoint keys ``keys`` (their run keys included)."""
         deletes = list(keys)
         for key in keys:
@@ -369,7 +391,9 @@ class RewindSaver(BaseCheckpointSaver[str]):
         namespace = self.index.get(ns_key)
         if namespace is None:
             return
-        ids = [_names.parse_checkpoint_key(k)[2] for k in self.index.records(thread_id, checkpoint_ns)]
+        ids = [
+            _names.parse_checkpoint_key(k)[2] for k in self.index.records(thread_id, checkpoint_ns)
+        ]
         self.index.write({ns_key: {**namespace, "head": max(ids, default=None)}})
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
@@ -386,7 +410,9 @@ class RewindSaver(BaseCheckpointSaver[str]):
         with self.lock:
             escaped = _names.escape(thread_id)
             heads = {
-                (thread_id, _names.unescape(k.split("/", 2)[2])): (self.index.get(k) or {}).get("head")
+                (thread_id, _names.unescape(k.split("/", 2)[2])): (self.index.get(k) or {}).get(
+                    "head"
+                )
                 for k in self.index.keys(f"ns/{escaped}/")
             }
             drop, keep_branches = [], set()
@@ -412,7 +438,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
             puts: dict[str, Any] = {}
             for key in self.index.keys(f"own/{src}/"):
                 branch = _names.unescape(key.split("/", 2)[2])
-                name = _names.PREFIX + dst + branch[len(_names.PREFIX + src):]
+                name = _names.PREFIX + dst + branch[len(_names.PREFIX + src) :]
                 name = self._free_name(name)
                 self.db.branches.fork(branch, name)
                 forks[branch] = name
@@ -436,7 +462,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
                     puts[_names.ref_key(branch, target)] = True
             self.index.write(puts)
 
-    def get_next_version(self, current: str | None, channel: None = None) -> str:
+    def get_next_version(self, current: str | int | None, channel: None = None) -> str:
         """A monotonically increasing channel version, like ``InMemorySaver``'s."""
         if current is None:
             current_v = 0

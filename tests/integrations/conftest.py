@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import rewinddb
 
+import rewinddb
 from rewinddb.integrations.langgraph import RewindSaver
 
 

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
-import rewinddb
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.spec.test_copy_thread import ALL_COPY_THREAD_TESTS
 from langgraph.checkpoint.conformance.spec.test_delete_for_runs import (
@@ -21,6 +20,7 @@ from langgraph.checkpoint.conformance.spec.test_prune import ALL_PRUNE_TESTS
 from langgraph.checkpoint.conformance.spec.test_put import ALL_PUT_TESTS
 from langgraph.checkpoint.conformance.spec.test_put_writes import ALL_PUT_WRITES_TESTS
 
+import rewinddb
 from rewinddb.integrations.langgraph import RewindSaver
 
 CAPABILITIES = {

@@ -1,0 +1,63 @@
+"""LangGraph time travel recorded as a rewinddb branch tree (no model, no API key).
+
+A tiny chat graph with a stub policy runs three turns on one thread, then is rewound twice
+from past checkpoints. Each rewind starts a new branch forked at the checkpoint it resumed
+from; the script prints the thread's branch tree and each fork's state diff from its parent.
+
+    .venv/bin/python examples/langgraph_time_travel.py [DIRECTORY]
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
+
+from rewinddb.integrations.langgraph import RewindSaver
+
+
+class Chat(TypedDict):
+    messages: Annotated[list[str], operator.add]
+
+
+def policy(state: Chat) -> dict:
+    """A stub agent: answers the last user message by echoing it in upper case."""
+    return {"messages": [f"agent: {state['messages'][-1].upper()}"]}
+
+
+def main(directory: Path) -> None:
+    builder = StateGraph(Chat)
+    builder.add_node("policy", policy)
+    builder.add_edge(START, "policy")
+    builder.add_edge("policy", END)
+    with RewindSaver.from_path(directory) as saver:
+        graph = builder.compile(checkpointer=saver)
+        thread = {"configurable": {"thread_id": "demo"}}
+        for text in ("plan the trip", "book a hotel", "pay"):
+            graph.invoke({"messages": [text]}, thread)
+        history = list(graph.get_state_history(thread))
+        after_turn = {len(s.values.get("messages", [])): s for s in history if not s.next}
+        graph.invoke({"messages": ["book a hostel"]}, after_turn[2].config)  # rewind 1
+        graph.update_state(after_turn[4].config, {"messages": ["user: cancel"]})  # rewind 2
+
+        db = saver.db
+        print(f"database: {directory}")
+        print("branch tree of thread 'demo':")
+        for branch in db.branches.list():
+            if branch.name.startswith("lg/demo"):
+                origin = f"forked from {branch.parent}@{branch.forked_at}"
+                print(f"  {branch.name:<20} {origin:<28} head {branch.head}")
+        for branch in db.branches.list():
+            if branch.name.startswith("lg/demo~"):
+                print(f"\nstate diff of {branch.name} from its parent:")
+                print(db.diff(branch.parent, branch.name).__str__())
+        print("\nnewest state:", graph.get_state(thread).values["messages"])
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp()) / "agent")
