@@ -21,9 +21,10 @@ if __name__ != "rewinddb":  # pragma: no cover - a packaging guard
         "--import-mode=importlib)"
     )
 
+from .blame import LastWrite
 from .branches import Branches
 from .database import BranchView, Database, open
-from .diff import Change, Diff, Point
+from .diff import Change, Diff, KeyVersion, Point
 from .errors import (
     AppendConflictError,
     BranchExistsError,
@@ -78,6 +79,8 @@ __all__ = [
     "InvalidInputError",
     "InvalidJSONPathError",
     "InvalidValueError",
+    "KeyVersion",
+    "LastWrite",
     "MergeChange",
     "MergeConflict",
     "MergeConflictError",

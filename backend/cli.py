@@ -148,11 +148,53 @@ def _import(target: Path, source: IO[bytes], size: int) -> TransferCounts:
         return db.import_jsonl(source, progress=Progress("importing", size, "bytes"))
 
 
+def _web() -> Any:
+    """The web explorer's module; a clear error when the ``[web]`` extra is missing."""
+    try:
+        from . import web
+    except ImportError as error:
+        raise RewindError(
+            f'the web explorer needs its extra: pip install "rewinddb[web]" ({error})',
+            code="missing.dependency",
+        ) from None
+    return web
+
+
+def _serve(path: str | Path, args: argparse.Namespace) -> None:
+    """Run the explorer on ``path`` until Ctrl-C."""
+    web = _web()
+    import uvicorn
+
+    app = web.create_app(path, allow_writes=args.allow_writes)
+    mode = "read-write" if args.allow_writes else "read-only"
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"rewinddb explorer ({mode}) for {path}: http://{host}:{args.port}/", flush=True)
+    print("press Ctrl-C to stop", flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+
+
+def cmd_serve(args: argparse.Namespace) -> None:
+    _serve(args.path, args)
+
+
+def cmd_demo(args: argparse.Namespace) -> None:
+    from .demo import build_demo
+
+    target = Path(args.path)
+    if (target / "rewind.sqlite3").exists():
+        print(f"using the demo database already in {target}", flush=True)
+    else:
+        build_demo(target).close()
+        print(f"built a demo database in {target}", flush=True)
+    if not args.no_serve:
+        _serve(target, args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rewinddb",
-        description="Inspect a rewinddb database (read-only), or move its history between "
-        "databases (export / import).",
+        description="Inspect a rewinddb database (read-only), serve the web explorer on it, "
+        "or move its history between databases (export / import).",
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -198,6 +240,35 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument("path", help="the database directory (created if missing)")
     load.add_argument("file", help="the .jsonl export ('-' for stdin)")
     load.set_defaults(handler=cmd_import)
+
+    def web_options(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1 (this machine)")
+        sub.add_argument("--port", type=int, default=8000, help="default: 8000")
+        sub.add_argument(
+            "--allow-writes",
+            action="store_true",
+            help="open the database read-write and allow fork and merge from the pages",
+        )
+
+    serve = commands.add_parser(
+        "serve",
+        help="Serve the web explorer for a database.",
+        description="Serve the web explorer (read-only unless --allow-writes).",
+    )
+    serve.add_argument("path", help="the database directory")
+    web_options(serve)
+    serve.set_defaults(handler=cmd_serve)
+
+    demo = commands.add_parser(
+        "demo",
+        help="Build a demo database and serve it.",
+        description="Build a demo database (three attempts at a task, a longer run with a "
+        "fork of a fork and a merge) and serve the web explorer on it.",
+    )
+    demo.add_argument("path", nargs="?", default="rewinddb-demo", help="default: ./rewinddb-demo")
+    demo.add_argument("--no-serve", action="store_true", help="build the database only")
+    web_options(demo)
+    demo.set_defaults(handler=cmd_demo)
     return parser
 
 

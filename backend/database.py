@@ -14,8 +14,9 @@ from typing import IO, Any
 from . import rendering
 from ._connection import DB_FILENAME, Connection, check_options, is_busy, storage_error
 from ._engine import DEFAULT_BRANCH, AsOf, Engine, check_count
+from .blame import LastWrite, last_writes
 from .branches import Branches
-from .diff import Diff, diff_points
+from .diff import Diff, KeyVersion, diff_points, key_versions
 from .documents import Documents
 from .errors import InvalidInputError, NotADatabaseError, NotFoundError, RewindError
 from .events import Events
@@ -63,6 +64,24 @@ class _Primitives:
                 "json": self.json.items(as_of=version),
                 "state": self.state.items(as_of=version),
             }
+
+    def blame(self, *, as_of: AsOf = None) -> dict[str, dict[str, LastWrite]]:
+        """For every key at ``as_of``: the write (and the event in its version, if any)
+        that gave it its value. ``{"kv": {key: LastWrite}, "json": {...}, "state": {...}}``."""
+        engine = self._db._engine
+        with engine.conn.lock, engine.conn.snapshot():
+            record = engine.branch(self.branch)
+            return last_writes(engine, record, engine.resolve_as_of(record, as_of))
+
+    def key_history(self, space: str, key: str, *, as_of: AsOf = None) -> list[KeyVersion]:
+        """Every version of one key (``space``: ``kv``, ``json`` or ``state``) this branch
+        sees, oldest first, each with the diff from the version before it."""
+        spaces = {"kv": self.kv, "json": self.json, "state": self.state}
+        if space not in spaces:
+            raise InvalidInputError(
+                f"space must be one of kv, json, state, not {space!r}", code="invalid.space"
+            )
+        return key_versions(space, spaces[space]._history(key, as_of))
 
     def restore(
         self,
@@ -158,6 +177,13 @@ class Database(_Primitives):
                 include_deleted=include_deleted,
                 max_points_per_branch=max_points_per_branch,
             )
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        """Make every read inside the block see the same committed history, even while
+        other processes write (one read transaction). Writes do not belong inside."""
+        with self._engine.conn.snapshot():
+            yield
 
     # -- views and history -------------------------------------------------------
 

@@ -17,6 +17,7 @@ from . import jsonpath
 from ._engine import MISSING, BranchRecord, Engine
 from ._values import jsonable, same, short_text
 from .events import events_between
+from .models import HistoryEntry
 
 ChangeKind = Literal["added", "removed", "changed"]
 
@@ -117,6 +118,28 @@ class Diff:
         from .rendering import diff_html
 
         return diff_html(self)
+
+
+@dataclass(frozen=True)
+class KeyVersion:
+    """One written version of a key and the changes from the version before it."""
+
+    entry: HistoryEntry
+    changes: list[Change]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.entry.to_dict(), "changes": [c.to_dict() for c in self.changes]}
+
+
+def key_versions(primitive: str, entries: list[HistoryEntry]) -> list[KeyVersion]:
+    """Each entry of one key's history with the structural diff from the previous one."""
+    versions = []
+    previous: Any = MISSING
+    for entry in entries:
+        current = MISSING if entry.deleted else entry.value
+        versions.append(KeyVersion(entry, diff_values(primitive, entry.key, previous, current)))
+        previous = current
+    return versions
 
 
 def diff_values(

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ._engine import AsOf, BranchRecord, Engine, check_count, check_name
+from ._engine import AsOf, BranchRecord, Engine, check_count, check_name, check_text
 from ._values import dumps, loads, validate
 from .errors import AppendConflictError, EventNotFound, InvalidInputError
 from .models import Event, EventItem, from_micros
 
-_EVENT_COLUMNS = (
+EVENT_COLUMNS = (
     "branch_id, sequence, event_type, payload, version, ts, hash, origin_branch_id, origin_sequence"
 )
 
@@ -55,7 +56,7 @@ def identity(row_branch_id: int, sequence: int, origin: tuple[int, int] | None) 
 def events_between(engine: Engine, branch_id: int, low: int, high: int) -> list[Event]:
     """Events appended on ``branch_id`` at versions in (low, high], in order."""
     rows = engine.conn.fetchall(
-        f"SELECT {_EVENT_COLUMNS} FROM rewind_events "
+        f"SELECT {EVENT_COLUMNS} FROM rewind_events "
         "WHERE branch_id = ? AND version > ? AND version <= ? ORDER BY version, sequence",
         (branch_id, low, high),
     )
@@ -94,7 +95,7 @@ def append_event(
         last[1] if last else "", sequence, event_type, commit_version, payload_bytes
     )
     engine.conn.execute(
-        f"INSERT INTO rewind_events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO rewind_events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             record.id,
             sequence,
@@ -225,13 +226,18 @@ class Events:
         event_type: str | None = None,
         after: int | None = None,
         limit: int | None = None,
+        search: str | None = None,
     ) -> builtins.list[EventItem]:
         """Events in sequence order, as the log was at ``as_of`` (default: now).
 
-        ``after`` skips sequences up to and including it; ``event_type`` filters.
+        ``after`` skips sequences up to and including it; ``event_type`` filters;
+        ``search`` keeps events whose type or JSON payload text contains it (ASCII
+        letters match either case).
         """
         if event_type is not None:
             check_name(event_type, "event_type")
+        if search is not None:
+            check_text(search, "search")
         for name, number in (("after", after), ("limit", limit)):
             if number is not None:
                 check_count(number, name)
@@ -244,7 +250,7 @@ class Events:
                 if limit is not None and len(items) >= limit:
                     break
                 sql = (
-                    f"SELECT {_EVENT_COLUMNS} FROM rewind_events WHERE branch_id = ? "
+                    f"SELECT {EVENT_COLUMNS} FROM rewind_events WHERE branch_id = ? "
                     "AND version <= ?"
                 )
                 params: builtins.list[Any] = [branch_id, cap]
@@ -254,6 +260,13 @@ class Events:
                 if event_type is not None:
                     sql += " AND event_type = ?"
                     params.append(event_type)
+                if search:
+                    pattern = "%" + re.sub(r"([%_\\])", r"\\\1", search) + "%"
+                    sql += (
+                        " AND (event_type LIKE ? ESCAPE '\\' "
+                        "OR CAST(payload AS TEXT) LIKE ? ESCAPE '\\')"
+                    )
+                    params += [pattern, pattern]
                 # Within a branch, sequence order is version order: this walks the index.
                 sql += " ORDER BY version, sequence"
                 if limit is not None:
@@ -274,7 +287,7 @@ class Events:
             version = engine.resolve_as_of(record, as_of)
             for branch_id, cap in engine.lineage(record, version):
                 row = engine.conn.fetchone(
-                    f"SELECT {_EVENT_COLUMNS} FROM rewind_events "
+                    f"SELECT {EVENT_COLUMNS} FROM rewind_events "
                     "WHERE branch_id = ? AND sequence = ? AND version <= ?",
                     (branch_id, sequence, cap),
                 )

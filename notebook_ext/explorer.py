@@ -18,8 +18,7 @@ import plotly.graph_objects as go
 
 import rewinddb
 from rewinddb import rendering
-
-from .figure import graph_figure, points_trace
+from rewinddb.plotting import graph_figure, points_trace
 
 
 @dataclass(frozen=True)

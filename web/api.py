@@ -1,0 +1,98 @@
+"""The JSON API under ``/api/``, described by FastAPI's OpenAPI schema (``/api/docs``).
+
+Branch names and keys in paths are tilde-encoded (see ``urls``); the pages' ``.json``
+twins return the same documents.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query, Request
+from pydantic import BaseModel
+
+from . import queries
+from .pages import Text, db_of, decode
+
+router = APIRouter(prefix="/api", tags=["read"])
+
+Segment = Annotated[str, Path(min_length=1, max_length=4096, description="tilde-encoded")]
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorResponse, "description": "No such branch, event, key or version"},
+    422: {"model": ErrorResponse, "description": "Malformed parameters"},
+}
+
+
+@router.get("/version", summary="The newest version on the database's clock")
+def version(request: Request) -> dict[str, int]:
+    return {"version": db_of(request).version}
+
+
+@router.get("/overview", responses=ERRORS, summary="Branch table and branch graph")
+def overview(request: Request) -> dict[str, Any]:
+    return queries.overview(db_of(request))
+
+
+@router.get("/branches", summary="Every live branch")
+def branches(request: Request) -> list[dict[str, Any]]:
+    return [branch.to_dict() for branch in db_of(request).branches.list()]
+
+
+@router.get("/branches/{branch}", responses=ERRORS, summary="A branch and its first events")
+def branch(request: Request, branch: Segment, type: Text = None, q: Text = None) -> dict[str, Any]:
+    return queries.branch_page(db_of(request), decode(branch), event_type=type, search=q)
+
+
+@router.get("/branches/{branch}/events", responses=ERRORS, summary="A page of events")
+def events(
+    request: Request,
+    branch: Segment,
+    after: Annotated[int | None, Query(ge=0)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = queries.PAGE_SIZE,
+    type: Text = None,
+    q: Text = None,
+) -> dict[str, Any]:
+    return queries.timeline(
+        db_of(request), decode(branch), after=after, event_type=type, search=q, limit=limit
+    )
+
+
+@router.get(
+    "/branches/{branch}/events/{sequence}",
+    responses=ERRORS,
+    summary="State as of an event, who last changed each key, and the diff from the event before",
+)
+def event(
+    request: Request, branch: Segment, sequence: Annotated[int, Path(ge=0)]
+) -> dict[str, Any]:
+    return queries.event_detail(db_of(request), decode(branch), sequence)
+
+
+@router.get("/branches/{branch}/keys/{key}", responses=ERRORS, summary="Every version of a key")
+def key(
+    request: Request,
+    branch: Segment,
+    key: Segment,
+    space: Annotated[str, Query(pattern="^(kv|json|state)$")] = "kv",
+) -> dict[str, Any]:
+    return queries.key_history(db_of(request), decode(branch), space, decode(key))
+
+
+@router.get("/compare", responses=ERRORS, summary="Two points: logs, first divergence, diff")
+def compare(
+    request: Request,
+    a: Annotated[str, Query(min_length=1, max_length=1024, description="BRANCH@VERSION")],
+    b: Annotated[str, Query(min_length=1, max_length=1024, description="BRANCH@VERSION")],
+) -> dict[str, Any]:
+    return queries.compare(db_of(request), a, b)

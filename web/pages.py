@@ -1,0 +1,165 @@
+"""The HTML pages, their htmx fragments, and their ``.json`` twins (Datasette-style).
+
+Every page has a permalink; the same URL with ``.json`` gives the data it was drawn from.
+A request from htmx (``HX-Request``) gets only the fragment it swaps in.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from starlette.responses import Response
+
+import rewinddb
+
+from . import queries
+from .figure import figure_data
+from .rendering import is_fragment, json_response, render
+from .urls import BadSegment, compare_url, tilde_decode
+
+router = APIRouter(include_in_schema=False)
+
+Text = Annotated[str | None, Query(max_length=1024)]
+
+
+def db_of(request: Request) -> rewinddb.Database:
+    database: rewinddb.Database = request.app.state.db
+    return database
+
+
+def split_json(segment: str) -> tuple[str, bool]:
+    """A path segment and whether it asked for the ``.json`` twin."""
+    if segment.endswith(".json"):
+        return segment[: -len(".json")], True
+    return segment, False
+
+
+def decode(segment: str) -> str:
+    return tilde_decode(segment)
+
+
+def parse_sequence(segment: str) -> int:
+    if not segment.isdigit() or len(segment) > 18:
+        raise BadSegment(f"{segment!r} is not an event number")
+    return int(segment)
+
+
+@router.get("/")
+def overview_page(request: Request) -> Response:
+    data = queries.overview(db_of(request))
+    return render(request, "overview.html", {**data, "figure": figure_data(data)})
+
+
+@router.get("/.json")
+def overview_json(request: Request) -> Response:
+    return json_response(queries.overview(db_of(request)))
+
+
+@router.get("/fragments/overview")
+def overview_fragment(request: Request, since: int | None = None) -> Response:
+    """The graph and branch table, or 204 (nothing to swap) while nothing changed."""
+    db = db_of(request)
+    if since is not None and db.version == since:
+        return Response(status_code=204)
+    data = queries.overview(db)
+    return render(request, "_overview.html", {**data, "figure": figure_data(data)})
+
+
+@router.get("/branches/{branch}")
+def branch_page(request: Request, branch: str, type: Text = None, q: Text = None) -> Response:
+    token, as_json = split_json(branch)
+    name = decode(token)
+    data = queries.branch_page(db_of(request), name, event_type=type, search=q)
+    if as_json:
+        return json_response(data)
+    return render(
+        request, "branch.html", {**data, "type": type or "", "q": q or "", "detail": None}
+    )
+
+
+@router.get("/branches/{branch}/timeline")
+def timeline_fragment(
+    request: Request,
+    branch: str,
+    after: Annotated[int | None, Query(ge=-1)] = None,
+    type: Text = None,
+    q: Text = None,
+) -> Response:
+    token, as_json = split_json(branch)
+    name = decode(token)
+    after = None if after is None or after < 0 else after
+    data = queries.timeline(db_of(request), name, after=after, event_type=type, search=q)
+    if as_json:
+        return json_response(data)
+    if request.query_params.get("poll") and not data["events"]:
+        return Response(status_code=204)  # live polling: nothing new, nothing to swap
+    return render(request, "_timeline.html", {"timeline": data, "type": type or "", "q": q or ""})
+
+
+@router.get("/branches/{branch}/events/{sequence}")
+def event_page(request: Request, branch: str, sequence: str) -> Response:
+    name = decode(branch)
+    token, as_json = split_json(sequence)
+    db = db_of(request)
+    detail = queries.event_detail(db, name, parse_sequence(token))
+    if as_json:
+        return json_response(detail)
+    if is_fragment(request):
+        return render(request, "_event.html", {"detail": detail})
+    data = queries.branch_page(db, name)
+    return render(request, "branch.html", {**data, "type": "", "q": "", "detail": detail})
+
+
+@router.get("/branches/{branch}/keys/{key}")
+def key_page(request: Request, branch: str, key: str, space: str = "kv") -> Response:
+    name = decode(branch)
+    token, as_json = split_json(key)
+    data = queries.key_history(db_of(request), name, space, decode(token))
+    if as_json:
+        return json_response(data)
+    return render(request, "key.html", data)
+
+
+@router.get("/branches/{branch}/value")
+def value_fragment(
+    request: Request,
+    branch: str,
+    key: Annotated[str, Query(min_length=1, max_length=1024)],
+    space: str = "kv",
+    as_of: Annotated[int | None, Query(ge=0)] = None,
+) -> Response:
+    """A whole value, for "load all" under a shortened one."""
+    name = decode(branch)
+    value = queries.value(db_of(request), name, space, key, as_of)
+    return render(request, "_value.html", {"value": value})
+
+
+@router.get("/compare")
+def compare_page(request: Request, a: Text = None, b: Text = None) -> Response:
+    return _compare(request, a, b, as_json=False)
+
+
+@router.get("/compare.json")
+def compare_json(request: Request, a: Text = None, b: Text = None) -> Response:
+    return _compare(request, a, b, as_json=True)
+
+
+def _compare(request: Request, a: str | None, b: str | None, *, as_json: bool) -> Response:
+    db = db_of(request)
+    if not a or not b:
+        if as_json:
+            raise rewinddb.InvalidInputError(
+                "compare needs a=BRANCH@VERSION and b=BRANCH@VERSION", code="invalid.compare"
+            )
+        branches = db.branches.names()
+        return render(
+            request,
+            "compare.html",
+            {"data": None, "branches": branches, "a": a or "", "b": b or ""},
+        )
+    data: dict[str, Any] = queries.compare(db, a, b)
+    if as_json:
+        return json_response(data)
+    data["json_url"] = compare_url(a, b, ".json")
+    return render(request, "compare.html", {"data": data, "branches": [], "a": a, "b": b})

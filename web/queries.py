@@ -1,0 +1,210 @@
+"""What each page shows, as plain JSON-able dicts built from rewinddb's public API.
+
+The HTML pages and their JSON twins are rendered from the same dict, so the two never
+disagree. Nothing here computes history or diffs of its own: it asks ``rewinddb``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import rewinddb
+
+from .urls import branch_url, event_url, key_url
+
+#: Events on one page of a branch's timeline.
+PAGE_SIZE = 100
+#: Dots the overview graph draws at most (long branches are thinned evenly).
+GRAPH_POINTS = 5000
+
+_POINT = re.compile(r"^(?P<branch>.+)@(?P<version>\d+)$")
+
+
+class PageNotFound(Exception):
+    """What the URL names does not exist (an event past the end, a key never written)."""
+
+
+def overview(db: rewinddb.Database) -> dict[str, Any]:
+    """The branch table and the (thinned) branch graph."""
+    with db.read():
+        branches = db.branches.list()
+        per_branch = max(2, GRAPH_POINTS // max(len(branches), 1))
+        graph = db.graph(max_points_per_branch=per_branch)
+        rows = []
+        for branch in branches:
+            row = branch.to_dict()
+            row["events"] = db.at(branch.name).events.length()
+            row["url"] = branch_url(branch.name)
+            rows.append(row)
+        return {"version": db.version, "branches": rows, "graph": graph.to_dict()}
+
+
+def timeline(
+    db: rewinddb.Database,
+    branch: str,
+    *,
+    after: int | None = None,
+    event_type: str | None = None,
+    search: str | None = None,
+    limit: int = PAGE_SIZE,
+) -> dict[str, Any]:
+    """One page of a branch's events, oldest first, after sequence ``after``."""
+    view = db.at(branch)
+    with db.read():
+        items = view.events.list(
+            after=after, event_type=event_type or None, search=search or None, limit=limit + 1
+        )
+        events = [_event_row(branch, item.event) for item in items[:limit]]
+        last = events[-1]["sequence"] if events else after
+        return {
+            "branch": branch,
+            "version": db.version,
+            "events": events,
+            "after": after,
+            "last": last,
+            "more": len(items) > limit,
+        }
+
+
+def branch_page(
+    db: rewinddb.Database,
+    branch: str,
+    *,
+    event_type: str | None = None,
+    search: str | None = None,
+) -> dict[str, Any]:
+    """A branch's record, its event types (for the filter) and the first timeline page."""
+    view = db.at(branch)
+    with db.read():
+        info = view.info().to_dict()
+        info["events"] = view.events.length()
+        info["url"] = branch_url(branch)
+        return {
+            "branch": info,
+            "event_types": sorted({item.event.event_type for item in view.events.list()}),
+            "timeline": timeline(db, branch, event_type=event_type, search=search),
+        }
+
+
+def event_detail(db: rewinddb.Database, branch: str, sequence: int) -> dict[str, Any]:
+    """The state as of event ``sequence`` on ``branch``, who last changed each key, and
+    the diff from the previous event (from the fork point, for the branch's first)."""
+    view = db.at(branch)
+    with db.read():
+        length = view.events.length()
+        if sequence >= length:
+            raise PageNotFound(f"branch {branch!r} has {length} events; there is no #{sequence}")
+        event = view.events.get(sequence)
+        # Inherited events are read where they happened: a branch has no history of its
+        # own before its fork point.
+        here = db.at(event.branch)
+        if sequence > 0:
+            before = view.events.get(sequence - 1)
+            previous = {"branch": before.branch, "version": before.version}
+        else:
+            previous = {"branch": event.branch, "version": here.info().forked_at}
+        diff = db.diff(
+            previous["branch"],
+            event.branch,
+            as_of_a=previous["version"],
+            as_of_b=event.version,
+        )
+        snapshot = here.snapshot(as_of=event.version)
+        blame = here.blame(as_of=event.version)
+        return {
+            "branch": branch,
+            "event": _event_row(branch, event),
+            "point": {"branch": event.branch, "version": event.version},
+            "previous": previous,
+            "state": {
+                space: [
+                    _state_row(branch, space, key, value, blame[space].get(key))
+                    for key, value in snapshot[space].items()
+                ]
+                for space in ("kv", "json", "state")
+            },
+            "diff": diff.to_dict(),
+            "length": length,
+        }
+
+
+def key_history(db: rewinddb.Database, branch: str, space: str, key: str) -> dict[str, Any]:
+    """Every version of one key with the diff from the version before."""
+    with db.read():
+        versions = db.at(branch).key_history(space, key)
+        if not versions:
+            raise PageNotFound(f"{space} key {key!r} was never written on {branch!r}")
+        return {
+            "branch": branch,
+            "space": space,
+            "key": key,
+            "versions": [version.to_dict() for version in versions],
+        }
+
+
+def parse_point(db: rewinddb.Database, text: str) -> tuple[str, int | None]:
+    """``BRANCH@VERSION`` (or just ``BRANCH``: its head) -> (branch, version or None).
+    A branch whose own name ends in ``@digits`` is taken whole when it exists."""
+    match = _POINT.match(text)
+    if match and not db.branches.exists(text):
+        return match.group("branch"), int(match.group("version"))
+    return text, None
+
+
+def compare(db: rewinddb.Database, a: str, b: str) -> dict[str, Any]:
+    """Two points side by side: their logs from the common fork point, the first
+    divergent event, and the state diff from ``a`` to ``b``."""
+    (branch_a, as_of_a), (branch_b, as_of_b) = parse_point(db, a), parse_point(db, b)
+    with db.read():
+        diff = db.diff(branch_a, branch_b, as_of_a=as_of_a, as_of_b=as_of_b)
+        version_a, version_b = diff.a.version, diff.b.version
+        log_a = db.at(branch_a).events.list(as_of=version_a)
+        log_b = db.at(branch_b).events.list(as_of=version_b)
+        split = rewinddb.diff_event_logs(log_a, log_b)
+        shown_from = max(split.common_prefix - 3, 0)  # a little shared context
+        return {
+            "a": {"branch": branch_a, "version": version_a, "events": len(log_a)},
+            "b": {"branch": branch_b, "version": version_b, "events": len(log_b)},
+            "common_prefix": split.common_prefix,
+            "first_divergent": {
+                "a": split.only_a[0].sequence if split.only_a else None,
+                "b": split.only_b[0].sequence if split.only_b else None,
+            },
+            "shown_from": shown_from,
+            "log_a": [_event_row(branch_a, item.event) for item in log_a[shown_from:]],
+            "log_b": [_event_row(branch_b, item.event) for item in log_b[shown_from:]],
+            "diff": diff.to_dict(),
+        }
+
+
+def _event_row(branch: str, event: rewinddb.Event) -> dict[str, Any]:
+    row = event.to_dict()
+    row["url"] = event_url(branch, event.sequence)
+    return row
+
+
+def _state_row(
+    branch: str, space: str, key: str, value: Any, last: rewinddb.LastWrite | None
+) -> dict[str, Any]:
+    return {
+        "key": key,
+        "value": value if not isinstance(value, bytes) else f"<{len(value)} bytes>",
+        "url": key_url(branch, space, key),
+        "last_write": None if last is None else last.to_dict(),
+    }
+
+
+def value(db: rewinddb.Database, branch: str, space: str, key: str, as_of: int | None) -> Any:
+    """One whole value (``PageNotFound`` if the key does not exist there)."""
+    view = db.at(branch)
+    spaces = {"kv": view.kv, "json": view.json, "state": view.state}
+    if space not in spaces:
+        raise rewinddb.InvalidInputError(
+            f"space must be one of kv, json, state, not {space!r}", code="invalid.space"
+        )
+    missing = object()
+    found = spaces[space].get(key, default=missing, as_of=as_of)
+    if found is missing:
+        raise PageNotFound(f"{space} key {key!r} does not exist on {branch!r} at {as_of}")
+    return found if not isinstance(found, bytes) else f"<{len(found)} bytes>"

@@ -1,0 +1,125 @@
+"""Jinja2 templates, filters and the response helpers every route uses.
+
+Templates are autoescaped: every value that reaches a page is escaped, agent state
+included. JSON embedded in a page (the Plotly figure) has ``<``, ``>`` and ``&`` written
+as ``\\u003c`` escapes so no string inside it can close its ``<script>`` block.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import orjson
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+
+from .static import HTMX_VERSION
+from .urls import branch_url, compare_url, event_url, key_url, tilde_encode
+
+TEMPLATES = Path(__file__).parent / "templates"
+#: Characters of a value's JSON text shown in a page before "load all".
+VALUE_LIMIT = 300
+#: Children of an object or array shown in a tree before "N more".
+CHILDREN_LIMIT = 100
+
+
+def json_bytes(data: Any, *, indent: bool = False) -> bytes:
+    option = orjson.OPT_SORT_KEYS | (orjson.OPT_INDENT_2 if indent else 0)
+    return orjson.dumps(data, option=option, default=_default)
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+def script_json(data: Any) -> str:
+    """JSON safe inside ``<script type="application/json">`` (and still valid JSON)."""
+    text = json_bytes(data).decode() if not isinstance(data, str) else data
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def value_text(value: Any, limit: int | None = VALUE_LIMIT) -> tuple[str, int]:
+    """(JSON text shortened to ``limit`` characters, full length)."""
+    text = json_bytes(value).decode()
+    if limit is not None and len(text) > limit:
+        return text[:limit], len(text)
+    return text, len(text)
+
+
+def is_container(value: Any) -> bool:
+    return isinstance(value, (dict, list)) and bool(value)
+
+
+def children(value: Any) -> list[tuple[str, Any]]:
+    if isinstance(value, dict):
+        return [(str(key), item) for key, item in value.items()]
+    return [(f"[{index}]", item) for index, item in enumerate(value)]
+
+
+def make_templates(*, allow_writes: bool) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        value_text=value_text,
+        is_container=is_container,
+        children=children,
+        tilde=tilde_encode,
+        script_json=script_json,
+    )
+    env.globals.update(
+        branch_url=branch_url,
+        event_url=event_url,
+        key_url=key_url,
+        compare_url=compare_url,
+        allow_writes=allow_writes,
+        htmx_version=HTMX_VERSION,
+        CHILDREN_LIMIT=CHILDREN_LIMIT,
+    )
+    return env
+
+
+def render(
+    request: Request, template: str, context: dict[str, Any], status: int = 200
+) -> HTMLResponse:
+    env: jinja2.Environment = request.app.state.templates
+    html = env.get_template(template).render(
+        request=request,
+        csrf_token=request.app.state.csrf_token,
+        fragment=is_fragment(request),
+        **context,
+    )
+    return HTMLResponse(html, status_code=status)
+
+
+def json_response(data: Any, status: int = 200) -> Response:
+    return Response(json_bytes(data), status_code=status, media_type="application/json")
+
+
+def is_fragment(request: Request) -> bool:
+    """htmx asks for fragments (``HX-Request``) unless it is restoring history."""
+    return (
+        request.headers.get("hx-request") == "true"
+        and request.headers.get("hx-history-restore-request") != "true"
+    )
+
+
+def wants_json(request: Request) -> bool:
+    path = request.url.path
+    return path.startswith("/api/") or path.endswith(".json")
+
+
+def error_response(request: Request, status: int, code: str, message: str) -> Response:
+    if wants_json(request):
+        return json_response({"error": {"code": code, "message": message}}, status)
+    return render(
+        request, "error.html", {"status": status, "code": code, "message": message}, status
+    )

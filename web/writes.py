@@ -1,0 +1,72 @@
+"""Fork and merge from the explorer: registered only with ``--allow-writes``.
+
+Each route checks the CSRF token (a form field, or the ``X-CSRF-Token`` header htmx
+sends) and the request's ``Origin``. A merge with conflicts under ``strategy=fail``
+writes nothing and shows every conflict; otherwise the page shows the receipt.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Request
+from starlette.responses import RedirectResponse, Response
+
+import rewinddb
+
+from .pages import db_of, decode
+from .rendering import error_response, render
+from .security import CSRF_HEADER, csrf_ok
+from .urls import branch_url
+
+router = APIRouter(include_in_schema=False)
+
+Name = Annotated[str, Form(min_length=1, max_length=1024)]
+
+
+def _refused(request: Request, token: str | None) -> Response | None:
+    submitted = token or request.headers.get(CSRF_HEADER)
+    if csrf_ok(request, request.app.state.csrf_token, submitted):
+        return None
+    return error_response(request, 403, "csrf", "missing or wrong CSRF token, or a foreign Origin")
+
+
+@router.post("/branches/{branch}/fork")
+def fork(
+    request: Request,
+    branch: str,
+    name: Name,
+    at_event: Annotated[int | None, Form(ge=0)] = None,
+    csrf_token: Annotated[str | None, Form()] = None,
+) -> Response:
+    refused = _refused(request, csrf_token)
+    if refused is not None:
+        return refused
+    db_of(request).branches.fork(decode(branch), name, at_event=at_event)
+    target = branch_url(name)
+    if request.headers.get("hx-request") == "true":
+        return Response(status_code=204, headers={"HX-Redirect": target})
+    return RedirectResponse(target, status_code=303)
+
+
+@router.post("/merge")
+def merge(
+    request: Request,
+    source: Name,
+    target: Name,
+    strategy: Annotated[str, Form(pattern="^(fail|source|target)$")] = "fail",
+    events: Annotated[str, Form(pattern="^(skip|append)$")] = "append",
+    csrf_token: Annotated[str | None, Form()] = None,
+) -> Response:
+    refused = _refused(request, csrf_token)
+    if refused is not None:
+        return refused
+    db = db_of(request)
+    context: dict[str, Any] = {"source": source, "target": target, "strategy": strategy}
+    try:
+        receipt = db.branches.merge(source, target, strategy=strategy, events=events)  # type: ignore[arg-type]
+    except rewinddb.MergeConflictError as error:
+        context.update(receipt=None, conflicts=[vars(c) for c in error.conflicts], error=str(error))
+        return render(request, "merge.html", context, status=409)
+    context.update(receipt=receipt.to_dict(), summary=receipt.summary(), conflicts=[], error=None)
+    return render(request, "merge.html", context)
