@@ -10,6 +10,13 @@ a prefix of the previous one (the list shrank from the end) stores nothing at al
 Each item row carries a hash of the array's prefix up to and including it, so "does the
 new list start with the old one?" is one index seek and one hash comparison, not a read
 of the old list. Reading any version reads exactly its own items: as fast as the latest.
+
+Writing a list that only grew costs Python work for the appended items only: the engine
+remembers the encoding of the arrays it wrote last (bounded, see ``KNOWN_BYTES``). An
+array's first ``n`` items never change once written, so that memory is keyed by (array,
+length) and never goes stale; it is dropped when a transaction rolls back, because then
+array ids are reused. The new list is encoded whole (one orjson call) and compared with
+the remembered prefix; only the appended items are encoded and hashed one by one.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from ._values import dumps, loads
 MIN_SHARED_BYTES = 512
 #: Values that encode to fewer bytes than this are never split.
 MIN_SPLIT_BYTES = 2048
+#: How many bytes of array encodings the engine remembers to write grown lists quickly.
+KNOWN_BYTES = 64 * 1024 * 1024
 
 Path = tuple[str, ...]
 Ref = tuple[Path, int, int]  # (object path, array id, length)
@@ -60,6 +69,31 @@ class SharedArrays:
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+        #: (array id, length) -> (encoding of the first ``length`` items as
+        #: ``b"[" + b",".join(items)``, prefix hash of the last of them); newest last.
+        self._known: dict[tuple[int, int], tuple[bytes, bytes]] = {}
+        self._known_bytes = 0
+        conn.rolled_back.append(self.forget)
+
+    def forget(self) -> None:
+        """Drop what is remembered of written arrays (a rollback may reuse their ids)."""
+        self._known.clear()
+        self._known_bytes = 0
+
+    def _remember(self, seq: int, length: int, prefix: bytes, last_hash: bytes) -> None:
+        if len(prefix) > KNOWN_BYTES // 4:
+            return
+        self._known[(seq, length)] = (prefix, last_hash)
+        self._known_bytes += len(prefix)
+        while self._known_bytes > KNOWN_BYTES:
+            oldest = next(iter(self._known))
+            self._known_bytes -= len(self._known.pop(oldest)[0])
+
+    def _recall(self, seq: int, length: int) -> tuple[bytes, bytes] | None:
+        known = self._known.pop((seq, length), None)
+        if known is not None:
+            self._known_bytes -= len(known[0])
+        return known
 
     # -- encoding ----------------------------------------------------------------
 
@@ -75,17 +109,58 @@ class SharedArrays:
         refs: list[Ref] = []
         skeleton = value
         for path, items in arrays:
-            encoded = [dumps(item) for item in items]
-            if len(encoded) < 2 or sum(map(len, encoded)) < MIN_SHARED_BYTES:
+            whole = dumps(items)
+            # The items' bytes without brackets and commas.
+            if len(items) < 2 or len(whole) - 1 - len(items) < MIN_SHARED_BYTES:
                 continue
-            seq, length = self._store(encoded, previous.get(path))
+            stored = self._store_grown(items, whole, previous.get(path))
+            if stored is None:
+                encoded = [dumps(item) for item in items]
+                seq, length, last_hash = self._store(encoded, previous.get(path))
+                self._remember(seq, length, whole[:-1], last_hash)
+            else:
+                seq, length = stored
             refs.append((path, seq, length))
             skeleton = _replace(skeleton, path, None)
         if not refs:
             return body, None
         return dumps(skeleton), dumps([[list(p), s, n] for p, s, n in refs])
 
-    def _store(self, encoded: list[bytes], previous: tuple[int, int] | None) -> tuple[int, int]:
+    def _store_grown(
+        self, items: list[Any], whole: bytes, previous: tuple[int, int] | None
+    ) -> tuple[int, int] | None:
+        """Store ``items`` (encoded whole as ``whole``) as the remembered previous array
+        plus what was appended, or return None when that does not apply."""
+        if previous is None:
+            return None
+        seq, old_len = previous
+        if not 0 < old_len <= len(items):
+            return None
+        known = self._known.get((seq, old_len))
+        if known is None:
+            return None
+        prefix, last_hash = known
+        # The items encode canonically and every item is a whole JSON value, so the new
+        # array starts with the old one's items exactly when its encoding starts with
+        # theirs, followed by the next comma (or the closing bracket).
+        if not whole.startswith(prefix) or whole[len(prefix)] not in b",]":
+            return None
+        n = len(items)
+        if n == old_len:
+            return seq, n
+        if self._own_length(seq) != old_len:
+            return None  # the array was extended elsewhere: the general path decides
+        added = [dumps(item) for item in items[old_len:]]
+        hashes = _prefix_hashes(added, last_hash)
+        self._insert(seq, old_len, added, hashes)
+        self._recall(seq, old_len)
+        self._remember(seq, n, whole[:-1], hashes[-1])
+        return seq, n
+
+    def _store(
+        self, encoded: list[bytes], previous: tuple[int, int] | None
+    ) -> tuple[int, int, bytes]:
+        """(array, length, prefix hash of the last item) that store ``encoded``."""
         hashes = _prefix_hashes(encoded)
         n = len(encoded)
         if previous is not None:
@@ -93,21 +168,21 @@ class SharedArrays:
             shared = min(n, old_len)
             if shared and self._prefix_hash(seq, shared - 1) == hashes[shared - 1]:
                 if n <= old_len:
-                    return seq, n  # same list, or it shrank from the end
+                    return seq, n, hashes[-1]  # same list, or it shrank from the end
                 written = self._own_length(seq)
                 if written == old_len:
                     self._insert(seq, old_len, encoded[old_len:], hashes[old_len:])
-                    return seq, n
+                    return seq, n, hashes[-1]
                 if written >= n and self._prefix_hash(seq, n - 1) == hashes[n - 1]:
-                    return seq, n  # grown as the array already was (a merge, a replay)
+                    return seq, n, hashes[-1]  # grown as the array already was (a merge)
                 # The array was extended differently elsewhere (another branch):
                 # a new array that shares the common prefix.
                 new_seq = self.create(base=seq, base_len=old_len)
                 self._insert(new_seq, old_len, encoded[old_len:], hashes[old_len:])
-                return new_seq, n
+                return new_seq, n, hashes[-1]
         new_seq = self.create(base=None, base_len=0)
         self._insert(new_seq, 0, encoded, hashes)
-        return new_seq, n
+        return new_seq, n, hashes[-1]
 
     def create(self, base: int | None, base_len: int) -> int:
         """A new, empty array on top of ``base``'s first ``base_len`` items."""

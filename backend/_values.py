@@ -30,6 +30,66 @@ def validate(value: Any, *, allow_bytes: bool = True, depth: int = 0) -> None:
     """
     if allow_bytes and isinstance(value, (bytes, bytearray, memoryview)):
         return
+    if _is_json_value(value, depth):
+        return
+    _explain(value, depth)
+    # _is_json_value and _explain disagree: refuse rather than store something unchecked.
+    raise InvalidValueError("the value is not a JSON value")
+
+
+def _is_json_value(value: Any, depth: int) -> bool:
+    """Whether :func:`_explain` accepts ``value``; the same rules, without building the
+    path of every part (most values are valid, and large ones have many parts)."""
+    stack: list[tuple[Any, int]] = [(value, depth)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item, depth = pop()
+        if depth > MAX_DEPTH:
+            return False
+        kind = type(item)
+        if kind is dict:
+            children: Any = item.values()
+            if any(type(k) is not str for k in item) and not all(isinstance(k, str) for k in item):
+                return False
+        elif kind is list or kind is tuple:
+            children = item
+        elif kind is str or kind is bool or item is None:
+            continue
+        elif kind is int:
+            if not _MIN_INT <= item <= _MAX_INT:
+                return False
+            continue
+        elif kind is float:
+            if not math.isfinite(item):
+                return False
+            continue
+        else:  # subclasses of the JSON types, and everything else
+            if not _explained_ok(item, depth):
+                return False
+            continue
+        if not children:
+            continue
+        depth += 1
+        if depth > MAX_DEPTH:
+            return False
+        for child in children:
+            kind = type(child)
+            if kind is str or kind is bool or child is None:
+                continue
+            push((child, depth))
+    return True
+
+
+def _explained_ok(item: Any, depth: int) -> bool:
+    try:
+        _explain(item, depth)
+    except InvalidValueError:
+        return False
+    return True
+
+
+def _explain(value: Any, depth: int) -> None:
+    """Raise ``InvalidValueError`` naming the first part of ``value`` that is not JSON."""
     stack: list[tuple[Any, str, int]] = [(value, "$", depth)]
     while stack:
         item, where, depth = stack.pop()

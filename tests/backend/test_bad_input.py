@@ -6,6 +6,8 @@ from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import rewinddb
 
@@ -222,3 +224,83 @@ def test_more_bad_arguments(db, refused) -> None:  # type: ignore[no-untyped-def
     deep_path = "$" + ".a" * 100
     with refused(db, rewinddb.InvalidValueError, "invalid.value"):
         db.json.set("doc", deep_path, [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]])
+
+
+class _Text(str):
+    pass
+
+
+class _Number(int):
+    pass
+
+
+class _Mapping(dict):  # type: ignore[type-arg]
+    pass
+
+
+_EDGE_VALUES: list[object] = [
+    _Text("a str subclass"),
+    {"k": _Number(3), "n": [_Number(2**64)]},
+    _Mapping({"a": [1, 2.5, None, True]}),
+    _Mapping({1: "non-string key in a dict subclass"}),
+    (1, "tuple", (2.0,)),
+    {"a": [float("nan")]},
+    {"a": {"b": b"bytes"}},
+    [2**63 - 1, -(2**63)],
+    [2**63],
+    [-(2**63) - 1],
+    {"set": {1}},
+]
+
+
+def _nested(depth: int, leaf: object) -> object:
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        *_EDGE_VALUES,
+        *(_nested(n, leaf) for n in (127, 128, 129) for leaf in ("s", 1, [], {}, [1])),
+        *({"a": _nested(n, None)} for n in (126, 127, 128)),
+    ],
+)
+def test_the_fast_check_of_values_agrees_with_the_explained_one(value: object) -> None:
+    from rewinddb import _values
+
+    for depth in (0, 1, 3):
+        try:
+            _values._explain(value, depth)
+            explained = True
+        except rewinddb.InvalidValueError:
+            explained = False
+        assert _values._is_json_value(value, depth) is explained
+
+
+@given(
+    st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers(min_value=-(2**65), max_value=2**65)
+        | st.floats()
+        | st.text(max_size=3)
+        | st.binary(max_size=2),
+        lambda children: (
+            st.lists(children, max_size=4)
+            | st.dictionaries(st.text(max_size=2) | st.integers(0, 3), children, max_size=4)
+        ),
+        max_leaves=20,
+    )
+)
+def test_the_fast_check_agrees_on_generated_values(value: object) -> None:
+    from rewinddb import _values
+
+    try:
+        _values._explain(value, 0)
+        explained = True
+    except rewinddb.InvalidValueError:
+        explained = False
+    assert _values._is_json_value(value, 0) is explained

@@ -5,7 +5,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 import rewinddb
+from rewinddb import _arrays
 
 
 def _item(i: int) -> dict[str, object]:
@@ -82,3 +85,84 @@ def test_a_merged_list_reuses_the_source_items(db: rewinddb.Database) -> None:
     db.branches.merge("run", "default")
     assert db.json.get("chat") == [*chat, _item(10), _item(11)]
     assert _stored_bytes(db.path) - before < 200  # no copy of the items, only the entry
+
+
+def test_a_list_mutated_in_place_between_writes(db: rewinddb.Database) -> None:
+    items = [_item(i) for i in range(10)]
+    v1 = db.json.set("chat", "$", items)
+    items.append(_item(10))
+    v2 = db.json.set("chat", "$", items)
+    items[3]["text"] = "edited in place"  # the same list and the same dict, changed
+    items.append(_item(11))
+    v3 = db.json.set("chat", "$", items)
+    del items[-4:]
+    items.append(_item(12))
+    v4 = db.json.set("chat", "$", items)
+    assert db.json.get("chat", as_of=v1) == [_item(i) for i in range(10)]
+    assert db.json.get("chat", as_of=v2) == [_item(i) for i in range(11)]
+    edited = [_item(i) for i in range(12)]
+    edited[3]["text"] = "edited in place"
+    assert db.json.get("chat", as_of=v3) == edited
+    assert db.json.get("chat", as_of=v4) == [*edited[:8], _item(12)]
+
+
+def test_a_grown_list_encodes_only_the_appended_items(
+    db: rewinddb.Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    items = [_item(i) for i in range(50)]
+    db.kv.put("state", {"messages": items})
+    encoded: list[object] = []
+    real_dumps = _arrays.dumps
+
+    def counting(value: object) -> bytes:
+        encoded.append(value)
+        return real_dumps(value)
+
+    monkeypatch.setattr(_arrays, "dumps", counting)
+    for i in range(50, 60):
+        items.append(_item(i))
+        encoded.clear()
+        db.kv.put("state", {"messages": items})
+        # Besides the array whole, the skeleton and its refs, only the new item.
+        assert sum(1 for value in encoded if value in items[:-1]) == 0, len(encoded)
+    monkeypatch.undo()
+    assert db.kv.get("state") == {"messages": items}
+    assert [len(h.value["messages"]) for h in db.kv.history("state")] == list(range(50, 61))
+
+
+def test_grown_lists_after_a_rollback_and_with_little_memory(
+    db: rewinddb.Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    items = [_item(i) for i in range(10)]
+    db.json.set("chat", "$", items)
+    with pytest.raises(RuntimeError), db.transaction():
+        db.json.set("chat", "$", [*items, _item(10)])
+        db.json.set("other", "$", [_item(i) for i in range(20)])
+        raise RuntimeError("rolled back")
+    # The arrays the rolled-back writes created are gone; their ids are reused.
+    db.json.set("other", "$", [_item(i) for i in range(30, 40)])
+    db.json.set("chat", "$", [*items, _item(11)])
+    assert db.json.get("chat") == [*items, _item(11)]
+    assert db.json.get("other") == [_item(i) for i in range(30, 40)]
+    monkeypatch.setattr(_arrays, "KNOWN_BYTES", 4000)  # remembers less than one list
+    for i in range(12, 20):
+        items.append(_item(i))
+        db.json.set("chat", "$", items)
+        db.json.set("other", "$", [*items[:3], _item(i)])
+    assert db.json.get("chat") == items
+    assert db.json.get("other") == [*items[:3], _item(19)]
+    assert len(db.json.history("chat")) == 10
+
+
+def test_a_list_regrown_differently_on_another_branch_while_remembered(
+    db: rewinddb.Database,
+) -> None:
+    base = [_item(i) for i in range(10)]
+    db.json.set("chat", "$", base)
+    db.branches.fork("default", "other")
+    db.at("other").json.set("chat", "$", [*base, _item(100)])
+    db.json.set("chat", "$", [*base, _item(200)])  # remembered prefix, array grown elsewhere
+    db.at("other").json.set("chat", "$", [*base, _item(100), _item(101)])
+    db.json.set("chat", "$", [*base, _item(200), _item(201)])
+    assert db.json.get("chat") == [*base, _item(200), _item(201)]
+    assert db.at("other").json.get("chat") == [*base, _item(100), _item(101)]
