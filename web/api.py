@@ -31,10 +31,11 @@ class ErrorResponse(BaseModel):
 ERRORS: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorResponse, "description": "No such branch, event, key or version"},
     422: {"model": ErrorResponse, "description": "Malformed parameters"},
+    503: {"model": ErrorResponse, "description": "The database is busy or closed; retry"},
 }
 
 
-@router.get("/version", summary="The newest version on the database's clock")
+@router.get("/version", responses=ERRORS, summary="The newest version on the database's clock")
 def version(request: Request) -> dict[str, int]:
     return {"version": db_of(request).version}
 
@@ -44,7 +45,7 @@ def overview(request: Request) -> dict[str, Any]:
     return queries.overview(db_of(request))
 
 
-@router.get("/branches", summary="Every live branch")
+@router.get("/branches", responses=ERRORS, summary="Every live branch")
 def branches(request: Request) -> list[dict[str, Any]]:
     return [branch.to_dict() for branch in db_of(request).branches.list()]
 

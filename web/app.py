@@ -45,12 +45,16 @@ def create_app(
                 "give the database path: create_app(path) or REWINDDB_PATH=...",
                 code="invalid.path",
             )
-    db = rewinddb.open(path, create=False, readonly=not allow_writes)
+
+    def open_database() -> rewinddb.Database:
+        return rewinddb.open(path, create=False, readonly=not allow_writes)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if app.state.db.closed:  # served again after a shutdown (tests do this)
+            app.state.db = open_database()
         yield
-        db.close()
+        app.state.db.close()
 
     app = FastAPI(
         title="rewinddb explorer",
@@ -61,7 +65,7 @@ def create_app(
         redoc_url=None,
         openapi_url="/api/openapi.json",
     )
-    app.state.db = db
+    app.state.db = open_database()  # now, so a bad path fails here, not on a request
     app.state.allow_writes = allow_writes
     app.state.csrf_token = new_csrf_token()
     app.state.templates = make_templates(allow_writes=allow_writes)
@@ -81,6 +85,8 @@ def create_app(
 
 
 _NOT_FOUND = (rewinddb.NotFoundError, rewinddb.HistoryUnavailableError, PageNotFound, BadSegment)
+#: Names and versions in a URL that cannot exist: nothing there, so 404 rather than 422.
+_NOT_FOUND_CODES = {"invalid.as_of", "invalid.branch", "invalid.key"}
 
 
 async def _handle_error(request: Request, error: Any) -> Response:
@@ -92,12 +98,12 @@ async def _handle_error(request: Request, error: Any) -> Response:
         )
         return error_response(request, 422, "invalid.request", messages)
     code = getattr(error, "code", "not_found")
-    if isinstance(error, _NOT_FOUND) or code == "invalid.as_of":
+    if isinstance(error, _NOT_FOUND) or code in _NOT_FOUND_CODES:
         return error_response(request, 404, code, str(error))
     if isinstance(error, rewinddb.ReadOnlyError):
         return error_response(request, 403, code, str(error))
     if isinstance(error, (rewinddb.MergeConflictError, rewinddb.BranchExistsError)):
         return error_response(request, 409, code, str(error))
-    if isinstance(error, rewinddb.DatabaseBusyError):
+    if isinstance(error, (rewinddb.DatabaseBusyError, rewinddb.DatabaseClosedError)):
         return error_response(request, 503, code, str(error))
     return error_response(request, 422, code, str(error))

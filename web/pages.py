@@ -85,16 +85,32 @@ def timeline_fragment(
     after: Annotated[int | None, Query(ge=-1)] = None,
     type: Text = None,
     q: Text = None,
+    poll: bool = False,
 ) -> Response:
-    token, as_json = split_json(branch)
-    name = decode(token)
-    after = None if after is None or after < 0 else after
-    data = queries.timeline(db_of(request), name, after=after, event_type=type, search=q)
-    if as_json:
-        return json_response(data)
-    if request.query_params.get("poll") and not data["events"]:
-        return Response(status_code=204)  # live polling: nothing new, nothing to swap
+    """The next page of rows (``after`` = the last sequence shown; -1: from the start).
+    ``poll=1`` is the live view asking for new events: 204 while there are none."""
+    data = _timeline(request, branch, after, type, q)
+    if poll and not data["events"]:
+        return Response(status_code=204)
     return render(request, "_timeline.html", {"timeline": data, "type": type or "", "q": q or ""})
+
+
+@router.get("/branches/{branch}/timeline.json")
+def timeline_json(
+    request: Request,
+    branch: str,
+    after: Annotated[int | None, Query(ge=-1)] = None,
+    type: Text = None,
+    q: Text = None,
+) -> Response:
+    return json_response(_timeline(request, branch, after, type, q))
+
+
+def _timeline(
+    request: Request, branch: str, after: int | None, type: str | None, q: str | None
+) -> dict[str, Any]:
+    after = None if after is None or after < 0 else after
+    return queries.timeline(db_of(request), decode(branch), after=after, event_type=type, search=q)
 
 
 @router.get("/branches/{branch}/events/{sequence}")

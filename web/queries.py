@@ -101,14 +101,12 @@ def event_detail(db: rewinddb.Database, branch: str, sequence: int) -> dict[str,
         here = db.at(event.branch)
         if sequence > 0:
             before = view.events.get(sequence - 1)
-            previous = {"branch": before.branch, "version": before.version}
+            previous_branch, previous_version = before.branch, before.version
         else:
-            previous = {"branch": event.branch, "version": here.info().forked_at}
+            previous_branch, previous_version = event.branch, here.info().forked_at
+        previous = {"branch": previous_branch, "version": previous_version}
         diff = db.diff(
-            previous["branch"],
-            event.branch,
-            as_of_a=previous["version"],
-            as_of_b=event.version,
+            previous_branch, event.branch, as_of_a=previous_version, as_of_b=event.version
         )
         snapshot = here.snapshot(as_of=event.version)
         blame = here.blame(as_of=event.version)
@@ -198,13 +196,17 @@ def _state_row(
 def value(db: rewinddb.Database, branch: str, space: str, key: str, as_of: int | None) -> Any:
     """One whole value (``PageNotFound`` if the key does not exist there)."""
     view = db.at(branch)
-    spaces = {"kv": view.kv, "json": view.json, "state": view.state}
-    if space not in spaces:
+    missing = object()
+    if space == "kv":
+        found = view.kv.get(key, default=missing, as_of=as_of)
+    elif space == "json":
+        found = view.json.get(key, default=missing, as_of=as_of)
+    elif space == "state":
+        found = view.state.get(key, default=missing, as_of=as_of)
+    else:
         raise rewinddb.InvalidInputError(
             f"space must be one of kv, json, state, not {space!r}", code="invalid.space"
         )
-    missing = object()
-    found = spaces[space].get(key, default=missing, as_of=as_of)
     if found is missing:
         raise PageNotFound(f"{space} key {key!r} does not exist on {branch!r} at {as_of}")
     return found if not isinstance(found, bytes) else f"<{len(found)} bytes>"

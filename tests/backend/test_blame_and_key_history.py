@@ -1,0 +1,120 @@
+"""view.blame(), view.key_history(), events.list(search=), db.read() and the demo."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import rewinddb
+from rewinddb.demo import build_demo
+
+
+def test_blame_names_the_event_written_in_the_same_version(db: rewinddb.Database) -> None:
+    db.kv.put("task", "plan")  # a commit with no event
+    with db.transaction():
+        db.events.append("tool.call", {"tool": "write"})
+        db.json.set("doc", "$", {"a": 1})
+    db.state.set("phase", "done", trigger="finished")
+    blame = db.blame()
+    assert blame["kv"]["task"].event is None
+    assert blame["json"]["doc"].event is not None
+    assert blame["json"]["doc"].event.event_type == "tool.call"
+    assert blame["state"]["phase"].trigger == "finished"
+    assert blame["state"]["phase"].event is None
+    assert blame["json"]["doc"].to_dict()["event"]["sequence"] == 0
+
+
+def test_blame_follows_inherited_values_and_as_of(db: rewinddb.Database) -> None:
+    db.kv.put("a", 1)
+    first = db.events.append("e", {"n": 1})
+    db.kv.put("a", 2)
+    db.branches.fork("default", "run")
+    run = db.at("run")
+    run.kv.put("b", 3)
+    blame = run.blame()
+    assert blame["kv"]["a"].branch == "default"
+    assert blame["kv"]["b"].branch == "run"
+    past = db.blame(as_of=first.version)
+    assert past["kv"]["a"].version == first.version - 1
+    db.kv.delete("a")
+    assert "a" not in db.blame()["kv"]
+
+
+def test_blame_bad_input(db: rewinddb.Database) -> None:
+    with pytest.raises(rewinddb.RewindError) as info:
+        db.blame(as_of=10**6)
+    assert info.value.code == "invalid.as_of"
+    with pytest.raises(rewinddb.BranchNotFound):
+        db.branches.fork("default", "gone")
+        db.branches.delete("gone")
+        db.at("gone").blame()
+
+
+def test_key_history_has_structural_diffs(db: rewinddb.Database) -> None:
+    db.json.set("doc", "$", {"items": [1]})
+    db.json.set("doc", "$.items[1]", 2)
+    db.json.delete("doc")
+    versions = db.key_history("json", "doc")
+    assert [v.entry.deleted for v in versions] == [False, False, True]
+    assert [(c.kind, c.path) for c in versions[1].changes] == [("added", "$.items[1]")]
+    assert versions[2].changes[0].kind == "removed"
+    assert versions[0].to_dict()["changes"][0]["new"] == {"items": [1]}
+
+
+def test_key_history_of_state_and_bad_space(db: rewinddb.Database) -> None:
+    db.state.set("phase", "a")
+    db.state.set("phase", "b")
+    changes = [v.changes[0].new for v in db.key_history("state", "phase")]
+    assert changes == ["a", "b"]
+    with pytest.raises(rewinddb.InvalidInputError) as info:
+        db.key_history("nope", "phase")
+    assert info.value.code == "invalid.space"
+    with pytest.raises(rewinddb.InvalidInputError):
+        db.key_history("kv", "")
+
+
+def test_events_search_matches_type_and_payload_text(db: rewinddb.Database) -> None:
+    db.events.append("tool.call", {"query": "Index Fund fees"})
+    db.events.append("note", {"text": "100% sure"})
+    db.events.append("note", {"text": "under_score"})
+    assert [i.event.sequence for i in db.events.list(search="index fund")] == [0]
+    assert [i.event.sequence for i in db.events.list(search="tool.")] == [0]
+    assert [i.event.sequence for i in db.events.list(search="%")] == [1]  # a literal %
+    assert [i.event.sequence for i in db.events.list(search="_")] == [2]
+    assert db.events.list(search="nothing like it") == []
+    with pytest.raises(rewinddb.InvalidInputError) as info:
+        db.events.list(search=3)  # type: ignore[arg-type]
+    assert info.value.code == "invalid.search"
+
+
+def test_read_sees_one_history_while_another_connection_writes(
+    db: rewinddb.Database, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    db.kv.put("n", 0)
+    other = rewinddb.open(db.path)
+    try:
+        with db.read():
+            before = db.version
+            writer = threading.Thread(target=lambda: other.kv.put("n", 1))
+            writer.start()
+            writer.join()
+            assert db.version == before
+            assert db.kv.get("n") == 0
+        assert db.kv.get("n") == 1
+    finally:
+        other.close()
+
+
+def test_demo_builds_a_history_worth_exploring(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with build_demo(tmp_path / "demo") as db:
+        names = db.branches.names()
+        assert {"default", "run-1", "run-2", "run-3", "research", "research-retry"} <= set(names)
+        retry = db.branches.get("research-retry-2")
+        assert retry.parent == "research-retry"  # a fork of a fork
+        assert any(c.merged_from for c in db.commits())
+        assert db.at("research").events.length() >= 30
+        assert db.json.get("portfolio") == {"stocks": 20, "bonds": 80}
+    with pytest.raises(rewinddb.RewindError) as info:
+        build_demo(tmp_path / "demo")
+    assert info.value.code == "demo.exists"

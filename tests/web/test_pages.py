@@ -1,0 +1,178 @@
+"""Every route: the full page, the htmx fragment, and the JSON twin."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+
+from rewinddb.web.urls import tilde_decode, tilde_encode
+
+HX = {"HX-Request": "true"}
+
+
+def test_overview_draws_the_graph_and_the_branch_table(client: TestClient) -> None:
+    page = client.get("/")
+    assert page.status_code == 200
+    assert 'id="graph-data"' in page.text
+    for name in ("run-1", "research-retry-2"):
+        assert f'href="/branches/{name}"' in page.text
+    data = client.get("/.json").json()
+    assert data == client.get("/api/overview").json()
+    rows = {row["name"]: row for row in data["branches"]}
+    assert rows["research-retry-2"]["parent"] == "research-retry"
+    assert rows["research"]["events"] == 37
+    kinds = {edge["kind"] for edge in data["graph"]["edges"]}
+    assert kinds == {"fork", "merge"}
+
+
+def test_overview_fragment_is_empty_until_the_version_moves(client: TestClient) -> None:
+    version = client.get("/api/version").json()["version"]
+    assert client.get(f"/fragments/overview?since={version}").status_code == 204
+    fresh = client.get(f"/fragments/overview?since={version - 1}")
+    assert fresh.status_code == 200 and 'id="overview"' in fresh.text
+
+
+def test_branch_page_lists_the_first_events_and_filters(client: TestClient) -> None:
+    page = client.get("/branches/research")
+    assert page.status_code == 200
+    assert len(re.findall(r'class="event-row"', page.text)) == 37
+    notes = client.get("/branches/research.json?type=note").json()
+    events = notes["timeline"]["events"]
+    assert events and {e["event_type"] for e in events} == {"note"}
+    found = client.get("/branches/research.json?q=FUND-08").json()["timeline"]["events"]
+    assert [e["payload"]["text"] for e in found] == ["fund FUND-08 charges 4 bps"]
+
+
+def test_timeline_pages_and_live_polling(client: TestClient) -> None:
+    page = client.get("/api/branches/research/events?limit=10").json()
+    assert [e["sequence"] for e in page["events"]] == list(range(10)) and page["more"]
+    rest = client.get("/branches/research/timeline.json?after=30").json()
+    assert [e["sequence"] for e in rest["events"]] == list(range(31, 37))
+    assert not rest["more"]
+    fragment = client.get("/branches/research/timeline?after=30")
+    assert 'id="event-31"' in fragment.text and 'hx-trigger="every 1s"' in fragment.text
+    assert client.get("/branches/research/timeline?after=36&poll=1").status_code == 204
+
+
+def test_event_fragment_shows_state_diff_and_blame(client: TestClient) -> None:
+    fragment = client.get("/branches/research/events/6", headers=HX)
+    assert fragment.status_code == 200
+    assert "<html" not in fragment.text  # only the fragment
+    assert 'data-sequence="6"' in fragment.text
+    assert "$.sources[2]" in fragment.text  # the diff from event #5
+    assert "last changed" in fragment.text
+    full = client.get("/branches/research/events/6")
+    assert "<html" in full.text and 'data-sequence="6"' in full.text  # the permalink
+    detail = client.get("/branches/research/events/6.json").json()
+    assert detail == client.get("/api/branches/research/events/6").json()
+    assert detail["previous"] == {"branch": "research", "version": detail["point"]["version"] - 1}
+    paths = {c["path"] for c in detail["diff"]["changes"]}
+    assert "$.sources[2]" in paths
+    notebook = next(row for row in detail["state"]["json"] if row["key"] == "notebook")
+    assert notebook["last_write"]["event"]["sequence"] in (6, 7)
+
+
+def test_inherited_events_are_read_where_they_happened(client: TestClient) -> None:
+    detail = client.get("/branches/research-retry/events/3.json").json()
+    assert detail["event"]["branch"] == "research"  # inherited from the parent
+    assert detail["point"]["branch"] == "research"
+    first = client.get("/branches/research/events/0.json").json()
+    assert first["previous"]["branch"] == "default"  # inherited from default
+
+
+def test_key_history_page(client: TestClient) -> None:
+    page = client.get("/branches/research/keys/notebook?space=json")
+    assert page.status_code == 200 and "$.findings.f2" in page.text
+    data = client.get("/branches/research/keys/notebook.json?space=json").json()
+    assert data == client.get("/api/branches/research/keys/notebook?space=json").json()
+    assert len(data["versions"]) == 25
+    assert data["versions"][0]["changes"][0]["kind"] == "added"
+
+
+def test_compare_aligns_logs_and_marks_the_first_divergence(client: TestClient) -> None:
+    data = client.get("/compare.json?a=run-1&b=run-2").json()
+    assert data == client.get("/api/compare?a=run-1&b=run-2").json()
+    assert data["common_prefix"] == 0
+    assert data["first_divergent"] == {"a": 0, "b": 0}
+    retry = client.get("/compare.json?a=research&b=research-retry").json()
+    assert retry["first_divergent"]["a"] == retry["common_prefix"]
+    assert retry["common_prefix"] > 10
+    page = client.get("/compare?a=research&b=research-retry")
+    assert "first divergent" in page.text and "state diff" in page.text
+    at = client.get("/compare.json?a=research@30&b=research@40").json()
+    assert (at["a"]["version"], at["b"]["version"]) == (30, 40)
+    assert client.get("/compare").status_code == 200  # the empty form
+
+
+def test_whole_values_load_on_demand(client: TestClient) -> None:
+    full = client.get("/branches/research/value?space=json&key=notebook")
+    assert full.status_code == 200 and "FUND-02" in full.text
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/branches/nope",
+        "/branches/nope.json",
+        "/branches/research/events/999",
+        "/branches/research/events/999.json",
+        "/api/branches/research/events/999",
+        "/branches/research/keys/never?space=kv",
+        "/compare?a=run-1@99999&b=run-2",
+        "/compare?a=nope&b=run-2",
+        "/branches/~ZZ",
+        "/branches/research/value?space=kv&key=never",
+    ],
+)
+def test_unknown_things_are_404_never_500(client: TestClient, url: str) -> None:
+    response = client.get(url)
+    assert response.status_code == 404, response.text
+    if url.startswith("/api/") or ".json" in url:
+        assert response.json()["error"]["code"]
+    else:
+        assert "not found" in response.text
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/branches/research/events/x",
+        "/branches/research/events/-1",
+        "/api/branches/research/events/x",
+        "/api/branches/research/events?limit=0",
+        "/branches/research/timeline?after=abc",
+        "/branches/research/keys/notebook?space=nope",
+        "/api/branches/research/keys/notebook?space=nope",
+        "/fragments/overview?since=x",
+        "/compare.json",
+    ],
+)
+def test_malformed_parameters_are_404_or_422(client: TestClient, url: str) -> None:
+    response = client.get(url)
+    assert response.status_code in (404, 422), (response.status_code, response.text)
+
+
+def test_names_with_slashes_dots_and_tildes_round_trip() -> None:
+    for name in ["lg/thread~1", "a.json", "é x", "run-1", "~7E"]:
+        assert tilde_decode(tilde_encode(name)) == name
+        assert "." not in tilde_encode(name) and "/" not in tilde_encode(name)
+
+
+def test_static_assets_are_served_from_the_package(client: TestClient) -> None:
+    htmx = client.get("/static/htmx-2.0.11.min.js")
+    assert htmx.status_code == 200 and "htmx" in htmx.text[:2000]
+    plotly = client.get("/static-plotly/plotly.min.js", headers={"Accept-Encoding": "gzip"})
+    assert plotly.status_code == 200 and plotly.headers["content-encoding"] == "gzip"
+    assert "max-age" in plotly.headers["cache-control"]
+    page = client.get("/")
+    assert "https://" not in re.sub(r'href="https://[^"]*"', "", page.text.split("<main>")[0])
+
+
+def test_openapi_describes_the_json_api(client: TestClient) -> None:
+    schema = client.get("/api/openapi.json").json()
+    paths = set(schema["paths"])
+    assert "/api/branches/{branch}/events/{sequence}" in paths
+    assert "/api/compare" in paths
+    assert all(path.startswith("/api/") for path in paths)

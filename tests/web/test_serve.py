@@ -1,0 +1,98 @@
+"""``rewinddb demo`` and ``rewinddb serve`` as real processes on localhost."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+import rewinddb
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, Path, subprocess.Popen[str]]]:
+    path = tmp_path / "demo"
+    built = subprocess.run(
+        [sys.executable, "-m", "rewinddb", "demo", str(path), "--no-serve"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert built.returncode == 0, built.stderr
+    assert "built a demo database" in built.stdout
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "rewinddb", "serve", str(path), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(url + "/api/version", timeout=1)
+                break
+            except httpx.TransportError:
+                assert server.poll() is None, server.stdout.read() if server.stdout else ""
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.1)
+        yield url, path, server
+    finally:
+        server.terminate()
+        server.communicate(timeout=10)  # reaps it and closes its pipe
+
+
+def test_serve_answers_on_localhost_read_only(
+    served: tuple[str, Path, subprocess.Popen[str]],
+) -> None:
+    url, _path, _server = served
+    assert "research-retry-2" in httpx.get(url + "/").text
+    assert httpx.post(url + "/merge", data={"source": "run-1"}).status_code in (404, 405)
+
+
+def test_another_process_appends_and_the_live_timeline_sees_it(
+    served: tuple[str, Path, subprocess.Popen[str]],
+) -> None:
+    url, path, _server = served
+    length = httpx.get(url + "/branches/research.json").json()["branch"]["events"]
+    poll = f"{url}/branches/research/timeline?after={length - 1}&poll=1"
+    assert httpx.get(poll).status_code == 204
+    with rewinddb.open(path) as db:
+        db.at("research").events.append("live.event", {"n": 1})
+    fresh = httpx.get(poll)
+    assert fresh.status_code == 200 and "live.event" in fresh.text
+    version = httpx.get(url + "/api/version").json()["version"]
+    assert httpx.get(f"{url}/fragments/overview?since={version}").status_code == 204
+
+
+def test_serve_refuses_a_missing_database(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "rewinddb", "serve", str(tmp_path / "nothing")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert "no rewinddb database" in result.stderr
+
+
+def test_demo_reuses_an_existing_demo(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "rewinddb", "demo", str(tmp_path / "d"), "--no-serve"]
+    subprocess.run(command, check=True, capture_output=True, timeout=60)
+    again = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and "using the demo database already" in again.stdout
