@@ -60,3 +60,21 @@ def test_public_api_is_exported() -> None:
 
     for name in rewinddb.__all__:
         assert hasattr(rewinddb, name), name
+
+
+def test_web_templates_and_assets_ship_in_the_package() -> None:
+    """Every template and static file of the web explorer is matched by package-data."""
+    import fnmatch
+
+    patterns = PYPROJECT["tool"]["setuptools"]["package-data"]["rewinddb.web"]
+    web = ROOT / "web"
+    for folder in ("templates", "static"):
+        for path in (web / folder).iterdir():
+            relative = path.relative_to(web).as_posix()
+            assert any(fnmatch.fnmatch(relative, pattern) for pattern in patterns), relative
+
+
+def test_the_readme_setup_command_serves_the_demo() -> None:
+    readme = (ROOT / "README.md").read_text()
+    command = readme.split("## Setup and run", 1)[1].split("```bash\n", 1)[1].split("\n", 1)[0]
+    assert '-e ".[all]"' in command and command.endswith("rewinddb demo")

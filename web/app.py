@@ -25,7 +25,7 @@ from . import api, pages, writes
 from .queries import PageNotFound
 from .rendering import error_response, make_templates
 from .security import SecurityHeaders, new_csrf_token
-from .static import plotly_js_route
+from .assets import plotly_js_route
 from .urls import BadSegment
 
 STATIC = Path(__file__).parent / "static"
