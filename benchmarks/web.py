@@ -1,0 +1,695 @@
+"""The web explorer at issue 4's scale: 1,000 branches, 100,000 events.
+
+Run it from the repository root (the web extra installed)::
+
+    .venv/bin/python benchmarks/web.py                      # full size, built in a temp dir
+    .venv/bin/python benchmarks/web.py --db /tmp/web-bench  # build once there, reuse after
+    .venv/bin/python benchmarks/web.py --quick              # a smoke run (20 branches)
+    .venv/bin/python benchmarks/web.py --db DIR --profile 25  # and cProfile the two targets
+
+The database is shaped like agent runs: ``default`` holds a little kv/json state and a
+few events; 999 branches fork from it or from each other (some at past versions, some
+forks of forks), a few are merged back into their parent, and each appends events and
+writes nested JSON state in the same transactions (one transaction per agent step). One
+branch, ``long-run``, has 10,000 events. 100,000 events in all.
+
+Every page is requested in process through FastAPI's ``TestClient`` on
+``rewinddb.web.create_app(path)`` (no network, no server): the overview ``/`` and its
+``/.json`` twin, the first page of the long branch, the event fragment (``HX-Request``)
+near the start, middle and end of the long branch, and the compare page of two sibling
+branches. Each figure is the median (and 95th percentile) of several requests after a
+warm-up. Baselines, measured interleaved in the same run, are raw ``sqlite3`` reads of
+the same facts from the database file: for the overview every branch row (commit count,
+head, last write, event count) and every event's (branch, version, type); for the
+fragment the event, the one before it and the branch's state rows at the event's version
+(decoded). ``ratio = web / raw``. Targets (issue 4): overview < 1 s server-side, an event
+fragment on a 10,000-event branch < 50 ms. The script asserts nothing and exits 0
+whatever the verdicts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import gzip
+import io
+import math
+import os
+import platform
+import pstats
+import random
+import shlex
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+import rewinddb
+
+try:
+    from fastapi.testclient import TestClient
+
+    from rewinddb.web import create_app
+except ImportError as missing:  # pragma: no cover - the web extra is not installed
+    sys.exit(f"benchmarks/web.py needs the web extra (pip install -e '.[web]'): {missing}")
+
+DB_FILENAME = "rewind.sqlite3"
+BIG = "long-run"
+HX = {"HX-Request": "true"}
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The database to build and how often each page is requested."""
+
+    branches: int = 1_000  # default and the long branch included
+    events: int = 100_000  # rows of rewind_events, all branches
+    big: int = 10_000  # events on the long branch (its inherited ones included)
+    default_events: int = 20
+    merges: int = 10
+    overview_reps: int = 9
+    page_reps: int = 15
+    fragment_reps: int = 41
+
+
+FULL_RUN = Sizes()
+QUICK_RUN = Sizes(
+    branches=20,
+    events=2_000,
+    big=1_000,
+    default_events=10,
+    merges=2,
+    overview_reps=3,
+    page_reps=3,
+    fragment_reps=5,
+)
+
+TOOLS = ("search", "fetch", "python", "sql", "browser")
+WORDS = (
+    "plan",
+    "check",
+    "risk",
+    "budget",
+    "vendor",
+    "report",
+    "draft",
+    "cite",
+    "verify",
+    "retry",
+    "summary",
+    "table",
+)
+
+
+# -- building the database ---------------------------------------------------------------
+
+
+def split_total(total: int, parts: int, rng: random.Random) -> list[int]:
+    """``parts`` random sizes (each at least 1, spread about the mean) summing to ``total``."""
+    mean = total / parts
+    sizes = [max(1, round(rng.uniform(0.2, 1.8) * mean)) for _ in range(parts)]
+    drift = total - sum(sizes)
+    index = 0
+    while drift:
+        step = 1 if drift > 0 else -1
+        if sizes[index % parts] + step >= 1:
+            sizes[index % parts] += step
+            drift -= step
+        index += 1
+    return sizes
+
+
+def sentence(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+def run_agent(db: rewinddb.Database, branch: str, events: int, rng: random.Random) -> list[int]:
+    """Append ``events`` events to ``branch`` as an agent would: one transaction per step
+    (an LLM response, sometimes with a tool result), writing its nested JSON state and a
+    kv counter in the same transaction. Returns the versions it committed."""
+    view = db.at(branch)
+    versions: list[int] = []
+    notes = 0
+    step = 0
+    with view.transaction(trigger="agent.start"):
+        view.json.set(
+            "run",
+            "$",
+            {
+                "goal": sentence(rng, 6),
+                "notes": [],
+                "last": None,
+                "budget": {"tokens": 0, "usd": 0.0},
+            },
+        )
+    left = events
+    while left:
+        tool = rng.choice(TOOLS)
+        with view.transaction(trigger="agent.step"):
+            view.events.append(
+                "llm.response",
+                {"step": step, "text": sentence(rng, 12), "tokens": rng.randint(50, 900)},
+            )
+            left -= 1
+            if left and rng.random() < 0.25:
+                view.events.append(
+                    "tool.result",
+                    {
+                        "step": step,
+                        "tool": tool,
+                        "ok": rng.random() < 0.9,
+                        "rows": rng.randint(0, 50),
+                    },
+                )
+                left -= 1
+            view.kv.put("step", step)
+            view.json.set(
+                "run",
+                "$.last",
+                {"tool": tool, "args": {"q": sentence(rng, 3), "k": rng.randint(1, 9)}},
+            )
+            if step % 10 == 0:
+                view.json.set(
+                    "run",
+                    f"$.notes[{notes}]",
+                    {"step": step, "note": sentence(rng, 8), "tags": [tool, "auto"]},
+                )
+                notes += 1
+            if step % 25 == 0:
+                view.json.set("run", "$.budget", {"tokens": step * 400, "usd": step * 0.002})
+        versions.append(db.version)
+        step += 1
+    return versions
+
+
+def build(path: Path, sizes: Sizes, seed: int = 7) -> None:
+    """The database described in the module docstring, deterministic for one seed."""
+    rng = random.Random(seed)
+    with rewinddb.open(path) as db:
+        with db.transaction(trigger="setup"):
+            db.kv.put("config", {"model": "m-large", "temperature": 0.2, "max_steps": 50})
+            db.json.set(
+                "plan",
+                "$",
+                {
+                    "goal": "reduce vendor risk",
+                    "steps": [
+                        {"id": i, "title": sentence(rng, 4), "done": False} for i in range(5)
+                    ],
+                    "owner": {"team": "risk", "contact": {"name": "ops", "slack": "#risk"}},
+                },
+            )
+        versions = {"default": run_agent(db, "default", sizes.default_events, rng)}
+        db.branches.fork("default", BIG)
+        versions[BIG] = run_agent(db, BIG, sizes.big - sizes.default_events, rng)
+        others: list[str] = []
+        counts = split_total(sizes.events - sizes.big, sizes.branches - 2, rng)
+        for index, count in enumerate(counts):
+            if others and rng.random() < 0.3:
+                parent = rng.choice(others)
+                name = f"retry-{index:04d}"
+            else:
+                parent = "default"
+                name = f"run-{index:04d}"
+            at = rng.choice(versions[parent]) if rng.random() < 0.5 else None
+            db.branches.fork(parent, name, at=at)
+            versions[name] = run_agent(db, name, count, rng)
+            others.append(name)
+        for name in rng.sample(others, sizes.merges):
+            parent = db.branches.get(name).parent
+            assert parent is not None
+            db.branches.merge(name, parent, strategy="source", message="keep the better run")
+
+
+def count_rows(path: Path) -> tuple[int, int]:
+    """(live branches, event rows) of the database at ``path``, read with raw sqlite3."""
+    conn = raw_connect(path)
+    try:
+        branches = conn.execute(
+            "SELECT count(*) FROM rewind_branches WHERE deleted_at IS NULL"
+        ).fetchone()[0]
+        events = conn.execute("SELECT count(*) FROM rewind_events").fetchone()[0]
+        return branches, events
+    finally:
+        conn.close()
+
+
+def ensure_database(path: Path, sizes: Sizes) -> str:
+    """Build the database at ``path`` unless it is already there; say what happened."""
+    expected = (sizes.branches, sizes.events)
+    if (path / DB_FILENAME).exists():
+        found = count_rows(path)
+        if found != expected:
+            sys.exit(
+                f"{path} holds {found[0]:,} branches and {found[1]:,} events, not "
+                f"{expected[0]:,} and {expected[1]:,}: give another --db (or remove it)"
+            )
+        return f"reused the database in {path} (built by an earlier run)"
+    started = time.perf_counter()
+    build(path, sizes)
+    seconds = time.perf_counter() - started
+    found = count_rows(path)
+    if found != expected:
+        raise RuntimeError(f"built {found}, expected {expected}")
+    on_disk = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
+    return (
+        f"built {sizes.branches:,} branches and {sizes.events:,} events in {seconds:.1f} s "
+        f"({sizes.events / seconds:,.0f} events/s; {on_disk / 2**20:.1f} MiB on disk)"
+    )
+
+
+# -- raw sqlite3 baselines ---------------------------------------------------------------
+
+
+def raw_connect(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{path / DB_FILENAME}?mode=ro", uri=True)
+
+
+RAW_BRANCHES = (
+    "SELECT b.id, b.name, p.name, b.forked_at, b.created_at, max(c.version), "
+    "count(c.version), max(c.ts) FROM rewind_branches b "
+    "LEFT JOIN rewind_branches p ON p.id = b.parent_id "
+    "LEFT JOIN rewind_commits c ON c.branch_id = b.id "
+    "WHERE b.deleted_at IS NULL GROUP BY b.id ORDER BY b.id"
+)
+
+
+def raw_overview(conn: sqlite3.Connection) -> tuple[int, int]:
+    """Every branch row with its commit count, head, last write and event count, and every
+    event's (branch, version, type): the facts the overview shows."""
+    branches = conn.execute(RAW_BRANCHES).fetchall()
+    lengths = dict(
+        conn.execute("SELECT branch_id, max(sequence) + 1 FROM rewind_events GROUP BY branch_id")
+    )
+    rows = [(*branch, lengths.get(branch[0], 0)) for branch in branches]
+    events = conn.execute(
+        "SELECT branch_id, version, event_type FROM rewind_events "
+        "ORDER BY branch_id, version, sequence"
+    ).fetchall()
+    return len(rows), len(events)
+
+
+def raw_lineage(conn: sqlite3.Connection, name: str, version: int) -> list[tuple[int, int]]:
+    """[(branch id, highest visible version)], the branch first, then its ancestors."""
+    row = conn.execute(
+        "SELECT id, parent_id, forked_at FROM rewind_branches "
+        "WHERE name = ? AND deleted_at IS NULL",
+        (name,),
+    ).fetchone()
+    steps = [(row[0], version)]
+    cap = version
+    while row[1] is not None:
+        cap = min(cap, row[2])
+        row = conn.execute(
+            "SELECT id, parent_id, forked_at FROM rewind_branches WHERE id = ?", (row[1],)
+        ).fetchone()
+        steps.append((row[0], cap))
+    return steps
+
+
+def raw_array(conn: sqlite3.Connection, seq: int, length: int) -> list[Any]:
+    """A shared array's first ``length`` items, following its base chain."""
+    parts: list[Any] = []
+    end = length
+    while end > 0:
+        base, base_len = conn.execute(
+            "SELECT base_id, base_len FROM rewind_seqs WHERE id = ?", (seq,)
+        ).fetchone()
+        start = min(base_len if base is not None else 0, end)
+        items = conn.execute(
+            "SELECT item FROM rewind_seq_items WHERE seq_id = ? AND idx >= ? AND idx < ? "
+            "ORDER BY idx DESC",
+            (seq, start, end),
+        ).fetchall()
+        parts.extend(orjson.loads(item) for (item,) in items)
+        end, seq = start, base
+    parts.reverse()
+    return parts
+
+
+def raw_fragment(conn: sqlite3.Connection, branch: str, sequence: int) -> int:
+    """The event, the one before it, and the branch's state rows as of the event."""
+    lineage = raw_lineage(conn, branch, 1 << 62)
+    found = []
+    for wanted in (sequence, sequence - 1):
+        for branch_id, cap in lineage:
+            row = conn.execute(
+                "SELECT sequence, event_type, payload, version, ts, hash FROM rewind_events "
+                "WHERE branch_id = ? AND sequence = ? AND version <= ?",
+                (branch_id, wanted, cap),
+            ).fetchone()
+            if row is not None:
+                found.append((*row[:2], orjson.loads(row[2]), *row[3:]))
+                break
+    version = found[0][3]
+    state: dict[tuple[str, str], Any] = {}
+    for branch_id, cap in raw_lineage(conn, branch, version):
+        for space, key, kind, body, refs, _ in conn.execute(
+            "SELECT space, key, kind, body, refs, max(version) FROM rewind_entries "
+            "WHERE branch_id = ? AND version <= ? GROUP BY space, key",
+            (branch_id, cap),
+        ):
+            if (space, key) in state:
+                continue  # the branch's own rows are newer than its ancestors'
+            if kind == 2:
+                state[space, key] = None
+                continue
+            value = orjson.loads(body) if kind == 0 else body
+            for path, seq, length in orjson.loads(refs) if refs else ():
+                target = value
+                for part in path[:-1]:
+                    target = target[part]
+                if path:
+                    target[path[-1]] = raw_array(conn, seq, length)
+                else:
+                    value = raw_array(conn, seq, length)
+            state[space, key] = value
+    return len(found) + len(state)
+
+
+def raw_first_page(conn: sqlite3.Connection, branch: str) -> int:
+    """A branch page's data: the branch row, its distinct event types, its first 100 events."""
+    lineage = raw_lineage(conn, branch, 1 << 62)
+    conn.execute(RAW_BRANCHES.replace("GROUP BY", "AND b.name = ? GROUP BY"), (branch,)).fetchone()
+    types: set[str] = set()
+    rows: list[Any] = []
+    for branch_id, cap in reversed(lineage):
+        types.update(
+            t
+            for (t,) in conn.execute(
+                "SELECT DISTINCT event_type FROM rewind_events "
+                "WHERE branch_id = ? AND version <= ?",
+                (branch_id, cap),
+            )
+        )
+        if len(rows) < 100:
+            rows += [
+                (*row[:2], orjson.loads(row[2]), *row[3:])
+                for row in conn.execute(
+                    "SELECT sequence, event_type, payload, version, ts, hash FROM rewind_events "
+                    "WHERE branch_id = ? AND version <= ? ORDER BY version, sequence LIMIT ?",
+                    (branch_id, cap, 100 - len(rows)),
+                )
+            ]
+    return len(rows) + len(types)
+
+
+# -- timing ------------------------------------------------------------------------------
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@dataclass(frozen=True)
+class Timing:
+    median: float
+    p95: float
+
+
+def timing(samples: list[float]) -> Timing:
+    ordered = sorted(samples)
+    return Timing(statistics.median(ordered), ordered[math.ceil(0.95 * len(ordered)) - 1])
+
+
+def interleaved(reps: int, *fns: Callable[[], Any]) -> list[Timing]:
+    """Each function called once as a warm-up, then all in turn ``reps`` times."""
+    for fn in fns:
+        fn()
+    samples: list[list[float]] = [[] for _ in fns]
+    with gc_paused():
+        for _ in range(reps):
+            for sample, fn in zip(samples, fns, strict=True):
+                started = time.perf_counter()
+                fn()
+                sample.append(time.perf_counter() - started)
+    return [timing(sample) for sample in samples]
+
+
+def getter(
+    client: TestClient, url: str, headers: dict[str, str] | None = None
+) -> Callable[[], Any]:
+    def get() -> Any:
+        response = client.get(url, headers=headers)
+        if response.status_code != 200:
+            raise RuntimeError(f"GET {url}: {response.status_code} {response.text[:300]}")
+        return response
+
+    return get
+
+
+# -- the report --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    figure: str
+    web: Timing
+    raw: Timing | None = None
+    limit: float | None = None  # seconds; the target is web.median < limit
+
+    def cells(self) -> tuple[str, ...]:
+        ratio = f"{self.web.median / self.raw.median:.1f}" if self.raw else ""
+        target = "" if self.limit is None else f"< {fmt(self.limit)}"
+        verdict = "info"
+        if self.limit is not None:
+            verdict = "met" if self.web.median < self.limit else "NOT MET"
+        return (
+            self.figure,
+            fmt(self.web.median),
+            fmt(self.web.p95),
+            fmt(self.raw.median) if self.raw else "",
+            ratio,
+            target,
+            verdict,
+        )
+
+
+def fmt(seconds: float) -> str:
+    return f"{seconds:.2f} s" if seconds >= 1 else f"{seconds * 1e3:.1f} ms"
+
+
+def render(rows: list[Row]) -> str:
+    header = ("figure", "web median", "web p95", "raw sqlite3", "ratio", "target", "result")
+    lines = [row.cells() for row in rows]
+    widths = [max(len(cell) for cell in column) for column in zip(header, *lines, strict=True)]
+
+    def line(cells: tuple[str, ...]) -> str:
+        first, *numbers, target, verdict = cells
+        middle = [cell.rjust(width) for cell, width in zip(numbers, widths[1:5], strict=True)]
+        return "  ".join(
+            [first.ljust(widths[0]), *middle, target.ljust(widths[5]), verdict]
+        ).rstrip()
+
+    rule = "  ".join("-" * width for width in widths)
+    return "\n".join([line(header), rule, *(line(cells) for cells in lines), rule])
+
+
+# -- measuring ---------------------------------------------------------------------------
+
+
+def pick_siblings(db: rewinddb.Database) -> tuple[str, str]:
+    """Two branches forked from ``default`` (not the long one), the first two made."""
+    children = [b.name for b in db.branches.list() if b.parent == "default" and b.name != BIG]
+    return children[0], children[1]
+
+
+def pick_events(db: rewinddb.Database) -> dict[str, int]:
+    """Event numbers near the start, middle and end of the long branch's own events."""
+    view = db.at(BIG)
+    length = view.events.length()
+    inherited = db.at("default").events.length(as_of=view.info().forked_at)
+    first = inherited + 5
+    return {"start": first, "middle": (first + length) // 2, "end": length - 1}
+
+
+def measure(path: Path, sizes: Sizes) -> tuple[list[Row], list[str]]:
+    rows: list[Row] = []
+    notes: list[str] = []
+    app = create_app(path)
+    conn = raw_connect(path)
+    with TestClient(app) as client:
+        db: rewinddb.Database = app.state.db
+        length = db.at(BIG).events.length()
+        a, b = pick_siblings(db)
+        picks = pick_events(db)
+
+        # The overview: the whole page, then its JSON twin.
+        overview = getter(client, "/")
+        web, raw = interleaved(sizes.overview_reps, overview, lambda: raw_overview(conn))
+        rows.append(Row("GET /  (overview page: graph + branch table)", web, raw, 1.0))
+        (web_json,) = interleaved(sizes.overview_reps, getter(client, "/.json"))
+        rows.append(Row("GET /.json  (the overview's data)", web_json, raw))
+        page = overview().content
+        data = orjson.loads(getter(client, "/.json")().content)
+        notes.append(
+            f"the overview page is {len(page) / 1024:,.0f} KiB "
+            f"({len(gzip.compress(page)) / 1024:,.0f} KiB gzipped); its graph sends "
+            f"{len(data['graph']['points']):,} dots for {sizes.events:,} events, "
+            f"its table {len(data['branches']):,} branches"
+        )
+
+        # The long branch's page (first timeline page).
+        (web_page, raw_page) = interleaved(
+            sizes.page_reps,
+            getter(client, f"/branches/{BIG}"),
+            lambda: raw_first_page(conn, BIG),
+        )
+        rows.append(Row(f"GET /branches/{BIG}  ({length:,} events)", web_page, raw_page))
+
+        # The event fragment near the start, middle and end of the long branch.
+        for where, sequence in picks.items():
+            url = f"/branches/{BIG}/events/{sequence}"
+            fragment = getter(client, url, HX)
+            body = fragment().text
+            if "<html" in body.lower():
+                raise RuntimeError(f"{url} with HX-Request sent a whole page")
+            web_fragment, raw_fragment_timing = interleaved(
+                sizes.fragment_reps, fragment, lambda s=sequence: raw_fragment(conn, BIG, s)
+            )
+            rows.append(
+                Row(
+                    f"event fragment #{sequence} ({where}), HX-Request",
+                    web_fragment,
+                    raw_fragment_timing,
+                    0.050,
+                )
+            )
+
+        # Two sibling branches side by side.
+        (web_compare,) = interleaved(sizes.page_reps, getter(client, f"/compare?a={a}&b={b}"))
+        rows.append(Row(f"GET /compare?a={a}&b={b}  (siblings)", web_compare))
+    conn.close()
+    notes.append(
+        f"reps: overview {sizes.overview_reps}, pages {sizes.page_reps}, "
+        f"fragments {sizes.fragment_reps} (after one warm-up each); raw baselines interleaved"
+    )
+    return rows, notes
+
+
+def endpoint(app: Any, path: str) -> Callable[..., Any]:
+    """The function the GET route ``path`` of ``app`` runs (in included routers too)."""
+    routes = list(app.routes)
+    while routes:
+        route = routes.pop(0)
+        router = getattr(route, "original_router", None)  # FastAPI's included routers
+        if router is not None:
+            routes += router.routes
+        elif getattr(route, "path", None) == path and "GET" in getattr(route, "methods", ()):
+            return route.endpoint  # type: ignore[no-any-return]
+    raise LookupError(path)
+
+
+def request_for(app: Any, url: str, headers: dict[str, str] | None = None) -> Any:
+    """A starlette Request for ``url``, to call a route's function in this thread."""
+    from starlette.requests import Request
+
+    raw = [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    scope = {"type": "http", "app": app, "method": "GET", "path": url, "headers": raw}
+    return Request({**scope, "query_string": b""})
+
+
+def profile(path: Path, top: int) -> None:
+    """cProfile the overview page and a fragment in the middle of the long branch. The
+    route functions are called in this thread (TestClient runs them in a worker thread,
+    which cProfile does not see); what they return is what the client would get."""
+    app = create_app(path)
+    with TestClient(app):
+        picks = pick_events(app.state.db)
+        overview = endpoint(app, "/")
+        event = endpoint(app, "/branches/{branch}/events/{sequence}")
+        sequence = picks["middle"]
+        cases = (
+            ("GET /", lambda: overview(request_for(app, "/")), 3),
+            (
+                f"GET /branches/{BIG}/events/{sequence} (HX-Request)",
+                lambda: event(
+                    request_for(app, f"/branches/{BIG}/events/{sequence}", HX),
+                    branch=BIG,
+                    sequence=str(sequence),
+                ),
+                30,
+            ),
+        )
+        for title, call, reps in cases:
+            call()
+            profiler = cProfile.Profile()
+            profiler.enable()
+            for _ in range(reps):
+                call()
+            profiler.disable()
+            out = io.StringIO()
+            stats = pstats.Stats(profiler, stream=out).strip_dirs()
+            print(f"\n== profile: {title}, {reps} calls ==")
+            for order in ("tottime", "cumulative"):
+                out.seek(0)
+                out.truncate()
+                stats.sort_stats(order).print_stats(top)
+                text = out.getvalue()
+                print(f"-- by {order}")
+                print(text[text.find("   ncalls") :].rstrip())
+
+
+# -- main --------------------------------------------------------------------------------
+
+
+def describe_machine(argv: list[str]) -> str:
+    command = shlex.join([os.path.relpath(sys.executable), *argv])
+    try:
+        load = f"{os.getloadavg()[0]:.2f}"
+    except OSError:
+        load = "unknown"
+    return "\n".join(
+        [
+            f"command:  {command}",
+            f"python:   {platform.python_version()}, sqlite {sqlite3.sqlite_version}, "
+            f"rewinddb {rewinddb.__version__}",
+            f"machine:  {platform.platform()}, {os.cpu_count()} CPUs, load {load}",
+        ]
+    )
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run: 20 branches, 2,000 events"
+    )
+    parser.add_argument("--db", type=Path, help="build the database here once and reuse it")
+    parser.add_argument(
+        "--profile", type=int, metavar="N", help="also cProfile the overview and a fragment (top N)"
+    )
+    args = parser.parse_args(argv)
+    sizes = QUICK_RUN if args.quick else FULL_RUN
+    print(describe_machine([sys.argv[0], *argv]))
+    with tempfile.TemporaryDirectory(prefix="rewinddb-web-bench-") as scratch:
+        path = args.db if args.db is not None else Path(scratch) / "agent"
+        print(f"database: {ensure_database(path, sizes)}")
+        print()
+        rows, notes = measure(path, sizes)
+        print(render(rows))
+        for note in notes:
+            print(f"note: {note}")
+        if args.profile:
+            profile(path, args.profile)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
