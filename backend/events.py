@@ -267,8 +267,10 @@ class Events:
                         "OR CAST(payload AS TEXT) LIKE ? ESCAPE '\\')"
                     )
                     params += [pattern, pattern]
-                # Within a branch, sequence order is version order: this walks the index.
-                sql += " ORDER BY version, sequence"
+                # Within a branch, sequence order is version order: this walks an index.
+                # From ``after`` on, the primary key seeks straight to it (the version
+                # index would read every event up to ``cap`` to find the later ones).
+                sql += " ORDER BY sequence" if after is not None else " ORDER BY version, sequence"
                 if limit is not None:
                     sql += " LIMIT ?"
                     params.append(limit - len(items))

@@ -235,3 +235,24 @@ def test_each_write_in_a_transaction_keeps_its_own_trigger(db: rewinddb.Database
     ]
     assert db.kv.history("c")[0].trigger == "tests_passed"  # the commit's trigger
     assert db.commits()[0].trigger == "tests_passed"
+
+
+def test_events_after_a_sequence_on_a_fork_and_in_the_past(db: rewinddb.Database) -> None:
+    for n in range(5):
+        db.events.append("step", {"n": n})
+    db.branches.fork("default", "run")
+    run = db.at("run")
+    middle = run.events.append("step", {"n": 5}).version
+    run.events.append("other", {"n": 6})
+    run.events.append("step", {"n": 7})
+    db.events.append("step", {"n": 99})  # on default after the fork: not seen by run
+
+    def seqs(**options: object) -> list[int]:
+        return [item.event.sequence for item in run.events.list(**options)]  # type: ignore[arg-type]
+
+    assert seqs(after=2) == [3, 4, 5, 6, 7]
+    assert seqs(after=4) == [5, 6, 7]
+    assert seqs(after=2, limit=3) == [3, 4, 5]
+    assert seqs(after=3, event_type="step") == [4, 5, 7]
+    assert seqs(after=3, as_of=middle) == [4, 5]
+    assert [i.event.payload["n"] for i in run.events.list(after=4)] == [5, 6, 7]
