@@ -186,12 +186,9 @@ class SharedArrays:
 
     def create(self, base: int | None, base_len: int) -> int:
         """A new, empty array on top of ``base``'s first ``base_len`` items."""
-        cursor = self.conn.execute(
+        return self.conn.insert_id(
             "INSERT INTO rewind_seqs (base_id, base_len) VALUES (?, ?)", (base, base_len)
         )
-        seq_id = cursor.lastrowid
-        assert seq_id is not None
-        return seq_id
 
     def _insert(self, seq: int, first: int, items: list[bytes], hashes: list[bytes]) -> None:
         """Store ``items`` (with their prefix hashes) at positions ``first``... of ``seq``."""

@@ -2,11 +2,12 @@
 
 The schema comes from SQLModel (``_schema``); statements on the hot path go straight to
 the DB-API connection with portable SQL (``?`` placeholders, standard syntax), because
-SQLAlchemy's per-statement overhead alone would cost more than SQLite's commit.
+SQLAlchemy's per-statement overhead alone would cost more than SQLite's commit. The
+embedded backend is ``SQLiteConnection`` (here); ``_postgres.PostgresConnection`` is the
+other. Both allocate the version clock under one write lock held to commit, so versions
+are committed in order and an ``as_of`` read never sees half of one.
 
-SQLite runs in WAL mode: readers never block the writer. Every write transaction starts
-with ``BEGIN IMMEDIATE``, which takes the write lock up front, so the version clock is
-allocated in commit order; a busy database is waited on (``busy_timeout``), not reported.
+SQLite runs in WAL mode: readers never block the writer.
 """
 
 from __future__ import annotations
@@ -60,7 +61,218 @@ def check_options(durability: object, busy_timeout: object) -> None:
 
 
 class Connection:
-    """A SQLite connection with explicit transactions and a lock for threads."""
+    """One database connection with explicit transactions and a lock for threads.
+
+    The transaction discipline (the outermost ``write()`` is a transaction, inner ones
+    savepoints; ``snapshot()`` is one read transaction; rollbacks call ``rolled_back``)
+    is shared by both backends; subclasses say how to talk to their server.
+    """
+
+    #: ``sqlite`` or ``postgresql``: the few statements that differ look at this.
+    dialect = ""
+    #: Where the database is, for messages (a file, or a URL without its password).
+    location = ""
+
+    def __init__(self, *, readonly: bool, busy_timeout: float) -> None:
+        self.readonly = readonly
+        self.busy_timeout = busy_timeout
+        self.lock = threading.RLock()
+        self._depth = 0
+        self._closed = False
+        #: Called after a transaction rolls back (caches of rows it wrote are stale).
+        self.rolled_back: list[Callable[[], None]] = []
+
+    # -- what a backend provides ---------------------------------------------------
+
+    def _run(self, sql: str, params: Params) -> Any:
+        """Execute one statement (``?`` placeholders) and return its cursor."""
+        raise NotImplementedError
+
+    def _run_many(self, sql: str, rows: Sequence[Params]) -> None:
+        raise NotImplementedError
+
+    def _begin(self, *, write: bool) -> None:
+        raise NotImplementedError
+
+    def _end(self, *, commit: bool) -> None:
+        raise NotImplementedError
+
+    def _close(self) -> None:
+        raise NotImplementedError
+
+    def _has_meta(self) -> bool:
+        raise NotImplementedError
+
+    def _prepare_new(self) -> None:
+        """Before the schema of a new database is created (SQLite switches to WAL)."""
+
+    def _is_empty(self) -> bool:
+        raise NotImplementedError
+
+    def _ddl_dialect(self) -> Any:
+        raise NotImplementedError
+
+    @property
+    def errors(self) -> tuple[type[Exception], ...]:
+        """The driver's exception classes (a statement the database refused)."""
+        raise NotImplementedError
+
+    def contains_text(self, column: str, *, binary: bool = False) -> str:
+        """A condition: ``column`` (text, or UTF-8 bytes if ``binary``) matches the ``?``
+        parameter, a LIKE pattern with ``\\`` as escape; ASCII letters match either case."""
+        raise NotImplementedError
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def has_schema(self) -> bool:
+        """True if this database holds rewinddb's tables."""
+        return self._has_meta()
+
+    def ensure_schema(self) -> None:
+        """Create the tables on a new database, or check that an old one is ours."""
+        if not self._has_meta():
+            if self.readonly:
+                raise NotADatabaseError(f"{self.location} holds no rewinddb database yet")
+            self._prepare_new()
+            with self.write():  # two processes creating one database: one creates it
+                if not self._has_meta():
+                    self._create_schema()
+        marker = self.fetchone("SELECT value FROM rewind_meta WHERE key = 'format'")
+        if marker is None or marker[0] != FORMAT_MARKER:
+            raise NotADatabaseError(f"{self.location} is not a rewinddb database")
+        version = self.fetchone("SELECT value FROM rewind_meta WHERE key = 'schema_version'")
+        if version is None or int(version[0]) > _schema.SCHEMA_VERSION:
+            raise NotADatabaseError(
+                f"{self.location} was written by a newer rewinddb (schema "
+                f"{version[0] if version else '?'}); upgrade rewinddb to open it"
+            )
+
+    def _create_schema(self) -> None:
+        """Run the SQLModel schema's DDL in the open transaction, then mark it ours."""
+        if not self._is_empty():
+            raise NotADatabaseError(
+                f"{self.location} is not a rewinddb database (it holds other tables)"
+            )
+        dialect = self._ddl_dialect()
+        for table in _schema.TABLES:
+            self.execute(str(CreateTable(table).compile(dialect=dialect)))
+            for index in sorted(table.indexes, key=lambda index: str(index.name)):
+                self.execute(str(CreateIndex(index).compile(dialect=dialect)))
+        self.execute(
+            "INSERT INTO rewind_meta (key, value) VALUES (?, ?), (?, ?)",
+            ("format", FORMAT_MARKER, "schema_version", str(_schema.SCHEMA_VERSION)),
+        )
+        # Every database has its root branch from the start (version 0, empty).
+        self.execute(
+            "INSERT INTO rewind_branches (name, parent_id, forked_at, created_at) "
+            "VALUES ('default', NULL, 0, ?)",
+            (time.time_ns() // 1000,),
+        )
+
+    def close(self) -> None:
+        with self.lock:
+            if not self._closed:
+                self._closed = True
+                self._close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def check_open(self) -> None:
+        if self._closed:
+            raise DatabaseClosedError("the database is closed; open it again with rewinddb.open()")
+
+    # -- statements --------------------------------------------------------------
+
+    def execute(self, sql: str, params: Params = ()) -> Any:
+        if self._closed:
+            self.check_open()
+        return self._run(sql, params)
+
+    def executemany(self, sql: str, rows: Sequence[Params]) -> None:
+        self.check_open()
+        self._run_many(sql, rows)
+
+    def fetchone(self, sql: str, params: Params = ()) -> Any:
+        return self.execute(sql, params).fetchone()
+
+    def fetchall(self, sql: str, params: Params = ()) -> list[Any]:
+        return self.execute(sql, params).fetchall()
+
+    def insert_id(self, sql: str, params: Params = ()) -> int:
+        """Run an ``INSERT`` into a table with an ``id`` key and return the new id."""
+        row = self.fetchone(f"{sql} RETURNING id", params)
+        return int(row[0])
+
+    # -- transactions ------------------------------------------------------------
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A read transaction: every statement inside sees the same committed state."""
+        with self.lock:
+            self.check_open()
+            if self._depth:
+                yield
+                return
+            self._begin(write=False)
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+                self._end(commit=True)
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        """An atomic write: the outermost level is a transaction, inner ones savepoints.
+
+        Any exception rolls back this level completely, so a refused write inside a
+        larger transaction leaves nothing behind either.
+        """
+        with self.lock:
+            self.check_open()
+            if self.readonly:
+                raise ReadOnlyError("this database was opened read-only")
+            depth = self._depth
+            if depth == 0:
+                self._begin(write=True)
+            else:
+                self._run(f"SAVEPOINT rw{depth}", ())
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._depth -= 1
+                if depth == 0:
+                    self._end(commit=False)
+                else:
+                    self._run(f"ROLLBACK TO SAVEPOINT rw{depth}", ())
+                    self._run(f"RELEASE SAVEPOINT rw{depth}", ())
+                for callback in self.rolled_back:
+                    callback()
+                raise
+            self._depth -= 1
+            if depth == 0:
+                try:
+                    self._end(commit=True)
+                except RewindError:  # the commit failed: nothing was written
+                    for callback in self.rolled_back:
+                        callback()
+                    raise
+            else:
+                self._run(f"RELEASE SAVEPOINT rw{depth}", ())
+
+
+class SQLiteConnection(Connection):
+    """The embedded backend: one SQLite file in WAL mode.
+
+    Every write transaction starts with ``BEGIN IMMEDIATE``, which takes the write lock
+    up front, so the version clock is allocated in commit order; a busy database is
+    waited on (``busy_timeout``), not reported.
+    """
+
+    dialect = "sqlite"
 
     def __init__(
         self,
@@ -71,14 +283,9 @@ class Connection:
         busy_timeout: float = 60.0,
     ) -> None:
         check_options(durability, busy_timeout)
+        super().__init__(readonly=readonly, busy_timeout=busy_timeout)
         self.path = directory / DB_FILENAME
-        self.readonly = readonly
-        self.busy_timeout = busy_timeout
-        self.lock = threading.RLock()
-        self._depth = 0
-        self._closed = False
-        #: Called after a transaction rolls back (caches of rows it wrote are stale).
-        self.rolled_back: list[Callable[[], None]] = []
+        self.location = str(self.path)
         if readonly:
             uri = f"{self.path.resolve().as_uri()}?mode=ro"
             raw = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
@@ -90,28 +297,36 @@ class Connection:
         raw.execute("PRAGMA foreign_keys = OFF")
         raw.execute("PRAGMA wal_autocheckpoint = 4000")
 
-    # -- lifecycle ---------------------------------------------------------------
+    def _run(self, sql: str, params: Params) -> sqlite3.Cursor:
+        return self._raw.execute(sql, params)
 
-    def ensure_schema(self) -> None:
-        """Create the tables on a new database, or check that an old one is ours."""
-        if not self._has_meta():
-            if self.readonly:
-                raise NotADatabaseError(f"{self.path} holds no rewinddb database yet")
-            self._enable_wal()
-            with self.write():  # two processes creating one database: one creates it
-                if not self._has_meta():
-                    self._create_schema()
-        marker = self.fetchone("SELECT value FROM rewind_meta WHERE key = 'format'")
-        if marker is None or marker[0] != FORMAT_MARKER:
-            raise NotADatabaseError(f"{self.path} is not a rewinddb database")
-        version = self.fetchone("SELECT value FROM rewind_meta WHERE key = 'schema_version'")
-        if version is None or int(version[0]) > _schema.SCHEMA_VERSION:
-            raise NotADatabaseError(
-                f"{self.path} was written by a newer rewinddb (schema "
-                f"{version[0] if version else '?'}); upgrade rewinddb to open it"
-            )
+    def _run_many(self, sql: str, rows: Sequence[Params]) -> None:
+        self._raw.executemany(sql, rows)
 
-    def _enable_wal(self) -> None:
+    def _begin(self, *, write: bool) -> None:
+        if not write:
+            self._raw.execute("BEGIN")
+            return
+        try:
+            self._raw.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            raise storage_error(error) from error
+
+    def _end(self, *, commit: bool) -> None:
+        if not commit:
+            self._raw.execute("ROLLBACK")
+            return
+        try:
+            self._raw.execute("COMMIT")
+        except sqlite3.Error as error:  # disk full, I/O error: leave no open txn
+            if self._raw.in_transaction:
+                self._raw.execute("ROLLBACK")
+            raise storage_error(error) from error
+
+    def _close(self) -> None:
+        self._raw.close()
+
+    def _prepare_new(self) -> None:
         """Switch a new file to WAL. SQLite does not wait on busy_timeout for this, so
         when several processes create one database at once, retry until it does."""
         deadline = time.monotonic() + self.busy_timeout
@@ -132,122 +347,20 @@ class Connection:
             is not None
         )
 
-    def _create_schema(self) -> None:
-        """Run the SQLModel schema's DDL in the open transaction, then mark the file ours."""
+    def _is_empty(self) -> bool:
         others = self.fetchone("SELECT count(*) FROM sqlite_master")
-        if others is not None and others[0]:
-            raise NotADatabaseError(f"{self.path} is a SQLite file but not a rewinddb database")
-        dialect = sqlite.dialect()
-        for table in _schema.TABLES:
-            self.execute(str(CreateTable(table).compile(dialect=dialect)))
-            for index in sorted(table.indexes, key=lambda index: str(index.name)):
-                self.execute(str(CreateIndex(index).compile(dialect=dialect)))
-        self.execute(
-            "INSERT INTO rewind_meta (key, value) VALUES (?, ?), (?, ?)",
-            ("format", FORMAT_MARKER, "schema_version", str(_schema.SCHEMA_VERSION)),
-        )
-        # Every database has its root branch from the start (version 0, empty).
-        self.execute(
-            "INSERT INTO rewind_branches (name, parent_id, forked_at, created_at) "
-            "VALUES ('default', NULL, 0, ?)",
-            (time.time_ns() // 1000,),
-        )
+        return others is None or not others[0]
 
-    def close(self) -> None:
-        with self.lock:
-            if not self._closed:
-                self._closed = True
-                self._raw.close()
+    def _ddl_dialect(self) -> Any:
+        return sqlite.dialect()
 
     @property
-    def closed(self) -> bool:
-        return self._closed
+    def errors(self) -> tuple[type[Exception], ...]:
+        return (sqlite3.Error,)
 
-    def check_open(self) -> None:
-        if self._closed:
-            raise DatabaseClosedError("the database is closed; open it again with rewinddb.open()")
-
-    # -- statements --------------------------------------------------------------
-
-    def execute(self, sql: str, params: Params = ()) -> sqlite3.Cursor:
-        if self._closed:
-            self.check_open()
-        return self._raw.execute(sql, params)
-
-    def executemany(self, sql: str, rows: Sequence[Params]) -> None:
-        self.check_open()
-        self._raw.executemany(sql, rows)
-
-    def fetchone(self, sql: str, params: Params = ()) -> Any:
-        return self.execute(sql, params).fetchone()
-
-    def fetchall(self, sql: str, params: Params = ()) -> list[Any]:
-        return self.execute(sql, params).fetchall()
-
-    # -- transactions ------------------------------------------------------------
-
-    @contextmanager
-    def snapshot(self) -> Iterator[None]:
-        """A read transaction: every statement inside sees the same committed state."""
-        with self.lock:
-            self.check_open()
-            if self._depth:
-                yield
-                return
-            self._raw.execute("BEGIN")
-            self._depth += 1
-            try:
-                yield
-            finally:
-                self._depth -= 1
-                self._raw.execute("COMMIT")
-
-    @contextmanager
-    def write(self) -> Iterator[None]:
-        """An atomic write: the outermost level is a transaction, inner ones savepoints.
-
-        Any exception rolls back this level completely, so a refused write inside a
-        larger transaction leaves nothing behind either.
-        """
-        with self.lock:
-            self.check_open()
-            if self.readonly:
-                raise ReadOnlyError("this database was opened read-only")
-            depth = self._depth
-            if depth == 0:
-                try:
-                    self._raw.execute("BEGIN IMMEDIATE")
-                except sqlite3.OperationalError as error:
-                    raise storage_error(error) from error
-            else:
-                self._raw.execute(f"SAVEPOINT rw{depth}")
-            self._depth += 1
-            try:
-                yield
-            except BaseException:
-                self._depth -= 1
-                if depth == 0:
-                    self._raw.execute("ROLLBACK")
-                    for callback in self.rolled_back:
-                        callback()
-                else:
-                    self._raw.execute(f"ROLLBACK TO rw{depth}")
-                    self._raw.execute(f"RELEASE rw{depth}")
-                    for callback in self.rolled_back:
-                        callback()
-                raise
-            self._depth -= 1
-            if depth == 0:
-                try:
-                    self._raw.execute("COMMIT")
-                except sqlite3.Error as error:  # disk full, I/O error: leave no open txn
-                    if self._raw.in_transaction:
-                        self._raw.execute("ROLLBACK")
-                    for callback in self.rolled_back:
-                        callback()
-                    raise storage_error(error) from error
-            else:
-                self._raw.execute(f"RELEASE rw{depth}")
+    def contains_text(self, column: str, *, binary: bool = False) -> str:
+        text = f"CAST({column} AS TEXT)" if binary else column
+        return f"{text} LIKE ? ESCAPE '\\'"
 
 
 def is_busy(error: sqlite3.Error) -> bool:

@@ -12,7 +12,14 @@ from types import TracebackType
 from typing import IO, Any
 
 from . import rendering
-from ._connection import DB_FILENAME, Connection, check_options, is_busy, storage_error
+from ._connection import (
+    DB_FILENAME,
+    Connection,
+    SQLiteConnection,
+    check_options,
+    is_busy,
+    storage_error,
+)
 from ._engine import DEFAULT_BRANCH, AsOf, Engine, check_count
 from .blame import LastWrite, last_writes
 from .branches import Branches
@@ -126,8 +133,9 @@ class BranchView(_Primitives):
 class Database(_Primitives):
     """An open rewinddb database; used directly, it is the ``default`` branch's view."""
 
-    def __init__(self, path: Path, connection: Connection) -> None:
+    def __init__(self, path: Path | str, connection: Connection) -> None:
         self.path = path
+        """The directory (SQLite), or the server's URL without its password."""
         self._engine = Engine(connection)
         self.branches = Branches(self._engine)
         super().__init__(self, DEFAULT_BRANCH)
@@ -268,17 +276,17 @@ def open(
     durability: str = "normal",
     busy_timeout: float = 60.0,
 ) -> Database:
-    """Open (or create) the database in directory ``path``.
+    """Open (or create) the database in directory ``path``, or on the PostgreSQL server
+    a ``postgresql://user@host/dbname`` URL names (in its ``search_path`` schema).
 
     ``durability="normal"`` (default) survives a crashed or killed process;
-    ``"full"`` also survives a power cut, at the cost of an fsync per commit.
+    ``"full"`` also survives a power cut, at the cost of an fsync per commit (PostgreSQL
+    commits are always durable: both levels mean its own ``synchronous_commit``).
     ``readonly=True`` opens it so that no call can change it.
     """
     if isinstance(path, str) and "://" in path:
-        raise RewindError(
-            f"{path.split('://')[0]}:// databases are not supported yet; "
-            "open a directory for the embedded SQLite backend",
-            code="unsupported.backend",
+        return _open_server(
+            path, create=create, readonly=readonly, durability=durability, busy_timeout=busy_timeout
         )
     if not isinstance(path, (str, os.PathLike)):
         raise RewindError(
@@ -292,7 +300,7 @@ def open(
         raise RewindError(f"cannot use {str(path)!r}: {error}", code="invalid.path") from None
     db_file = directory / DB_FILENAME
     try:
-        connection = Connection(
+        connection = SQLiteConnection(
             directory, durability=durability, readonly=readonly, busy_timeout=busy_timeout
         )
     except sqlite3.Error as error:
@@ -308,6 +316,36 @@ def open(
         connection.close()
         raise
     return Database(directory, connection)
+
+
+def _open_server(
+    url: str, *, create: bool, readonly: bool, durability: str, busy_timeout: float
+) -> Database:
+    """``open()`` for a PostgreSQL URL."""
+    scheme = url.split("://", 1)[0]
+    if scheme not in ("postgresql", "postgres"):
+        raise RewindError(
+            f"{scheme}:// databases are not supported; give a directory (SQLite) or a "
+            "postgresql:// URL",
+            code="unsupported.backend",
+        )
+    check_options(durability, busy_timeout)
+    from ._postgres import PostgresConnection
+
+    connection = PostgresConnection(url, readonly=readonly or not create, busy_timeout=busy_timeout)
+    try:
+        if not create and not connection.has_schema():
+            raise NotFoundError(
+                f"no rewinddb database at {connection.location}", code="not_found.database"
+            )
+        if not readonly and not create:  # reopen writable now that it is known to exist
+            connection.close()
+            connection = PostgresConnection(url, readonly=False, busy_timeout=busy_timeout)
+        connection.ensure_schema()
+    except BaseException:
+        connection.close()
+        raise
+    return Database(connection.location, connection)
 
 
 def _prepare_directory(directory: Path, *, create: bool) -> None:

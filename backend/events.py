@@ -262,9 +262,10 @@ class Events:
                     params.append(event_type)
                 if search:
                     pattern = "%" + re.sub(r"([%_\\])", r"\\\1", search) + "%"
+                    conn = engine.conn
                     sql += (
-                        " AND (event_type LIKE ? ESCAPE '\\' "
-                        "OR CAST(payload AS TEXT) LIKE ? ESCAPE '\\')"
+                        f" AND ({conn.contains_text('event_type')} "
+                        f"OR {conn.contains_text('payload', binary=True)})"
                     )
                     params += [pattern, pattern]
                 # Within a branch, sequence order is version order: this walks an index.

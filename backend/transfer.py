@@ -23,7 +23,6 @@ existing branch, truncated) fails with a clear error and writes nothing.
 from __future__ import annotations
 
 import base64
-import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -400,7 +399,7 @@ class _Importer:
         self.section = max(self.section, order)
         try:
             getattr(self, f"apply_{kind}")(record)
-        except sqlite3.Error as error:
+        except self.engine.conn.errors as error:
             raise self.fail(f"{kind!r} record cannot be stored ({error})") from None
         except (KeyError, TypeError, ValueError) as error:
             if isinstance(error, RewindError):
@@ -436,13 +435,11 @@ class _Importer:
                 "nothing was imported",
                 branch=name,
             )
-        cursor = conn.execute(
+        self.branches[old_id] = conn.insert_id(
             "INSERT INTO rewind_branches (name, parent_id, forked_at, created_at, deleted_at) "
             "VALUES (?, ?, ?, ?, ?)",
             (name, self.branch_id(parent), forked_at, created_at, deleted_at),
         )
-        assert cursor.lastrowid is not None
-        self.branches[old_id] = cursor.lastrowid
         if deleted_at is None:
             self.result.branches.append(name)
 
@@ -596,13 +593,11 @@ class _Importer:
             return self.branches[old], sequence
         placeholder = self.placeholders.get(old)
         if placeholder is None:
-            cursor = self.engine.conn.execute(
+            placeholder = self.placeholders[old] = self.engine.conn.insert_id(
                 "INSERT INTO rewind_branches (name, parent_id, forked_at, created_at, "
                 "deleted_at) VALUES (?, NULL, 0, 0, 0)",
                 (f"(not exported: branch {old})",),
             )
-            assert cursor.lastrowid is not None
-            placeholder = self.placeholders[old] = cursor.lastrowid
         return placeholder, sequence
 
     def finish(self) -> None:

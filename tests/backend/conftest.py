@@ -1,14 +1,34 @@
-"""Backend fixtures: ``refused`` checks that bad input raises and writes nothing."""
+"""Backend fixtures: every test that takes ``db`` (or ``db_target``) runs on both
+backends, SQLite and PostgreSQL; ``refused`` checks that bad input raises and writes
+nothing."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import rewinddb
+
+BACKENDS = ["sqlite", "postgresql"]
+
+
+@pytest.fixture(params=BACKENDS)
+def db_target(request: pytest.FixtureRequest, db_path: Path) -> str | Path:
+    """Where a new database goes: a directory, or a PostgreSQL URL (a fresh schema)."""
+    if request.param == "sqlite":
+        return db_path
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
+@pytest.fixture
+def db(db_target: str | Path) -> Iterator[rewinddb.Database]:
+    with rewinddb.open(db_target) as database:
+        yield database
 
 
 def everything(db: rewinddb.Database) -> dict[str, Any]:

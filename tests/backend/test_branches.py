@@ -34,13 +34,11 @@ def test_fork_copies_nothing(db: rewinddb.Database) -> None:
 
 
 def _rows(db: rewinddb.Database) -> dict[str, int]:
-    import sqlite3
-
-    with sqlite3.connect(db.path / "rewind.sqlite3") as raw:
-        return {
-            table: raw.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-            for table in ("rewind_entries", "rewind_branches")
-        }
+    conn = db._engine.conn  # the db's own connection: works on both backends
+    return {
+        table: conn.fetchone(f"SELECT count(*) FROM {table}")[0]
+        for table in ("rewind_entries", "rewind_branches")
+    }
 
 
 def test_fork_at_a_past_version_and_fork_of_fork(db: rewinddb.Database) -> None:

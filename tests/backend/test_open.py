@@ -135,8 +135,12 @@ def test_bad_open_arguments(tmp_path: Path) -> None:
         rewinddb.open(42)  # type: ignore[arg-type]
     assert info.value.code == "invalid.path"
     with pytest.raises(rewinddb.RewindError) as info:
-        rewinddb.open("postgresql://localhost/agents")
+        rewinddb.open("mysql://localhost/agents")
     assert info.value.code == "unsupported.backend"
+    with pytest.raises(rewinddb.RewindError) as info:  # nothing listens on port 1
+        rewinddb.open("postgresql://rewind@127.0.0.1:1/agents", busy_timeout=1)
+    assert info.value.code == "connection_lost"
+    assert "cannot connect" in str(info.value)
 
 
 def test_durability_full(db_path: Path) -> None:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
-
 import pytest
 
 import rewinddb
@@ -15,14 +12,14 @@ def _item(i: int) -> dict[str, object]:
     return {"role": "user" if i % 2 else "assistant", "n": i, "text": f"{i:04d}" + "x" * 480}
 
 
-def _stored_bytes(path: Path) -> int:
-    with sqlite3.connect(path / "rewind.sqlite3") as raw:
-        entries = raw.execute(
-            "SELECT coalesce(sum(length(body) + coalesce(length(refs), 0)), 0) FROM rewind_entries"
-        ).fetchone()[0]
-        items = raw.execute(
-            "SELECT coalesce(sum(length(item)), 0) FROM rewind_seq_items"
-        ).fetchone()[0]
+def _stored_bytes(db: rewinddb.Database) -> int:
+    """Bytes of stored values (entries and array items), through the db's own connection
+    so it works on both backends."""
+    conn = db._engine.conn
+    entries = conn.fetchone(
+        "SELECT coalesce(sum(length(body) + coalesce(length(refs), 0)), 0) FROM rewind_entries"
+    )[0]
+    items = conn.fetchone("SELECT coalesce(sum(length(item)), 0) FROM rewind_seq_items")[0]
     return int(entries + items)
 
 
@@ -32,7 +29,7 @@ def test_a_growing_list_stores_only_what_was_appended(db: rewinddb.Database) -> 
     for i in range(100):
         items.append(_item(i))
         versions.append(db.json.set("chat", "$", items))
-    stored = _stored_bytes(db.path)
+    stored = _stored_bytes(db)
     assert stored < 2 * 100 * 520, stored  # about one copy of the list, not 100 copies
     for n in (0, 1, 2, 50, 99):
         assert db.json.get("chat", as_of=versions[n]) == items[: n + 1]
@@ -43,7 +40,7 @@ def test_growing_list_under_an_object_key_and_in_kv(db: rewinddb.Database) -> No
     for i in range(60):
         state = {"step": i, "messages": [*state["messages"], _item(i)]}  # type: ignore[misc]
         db.kv.put("state", state)
-    assert _stored_bytes(db.path) < 3 * 60 * 520
+    assert _stored_bytes(db) < 3 * 60 * 520
     history = db.kv.history("state")
     assert [len(h.value["messages"]) for h in history] == list(range(1, 61))
     assert history[10].value == {"step": 10, "messages": [_item(i) for i in range(11)]}
@@ -81,10 +78,10 @@ def test_a_merged_list_reuses_the_source_items(db: rewinddb.Database) -> None:
     db.json.set("chat", "$", chat)
     db.branches.fork("default", "run")
     db.at("run").json.set("chat", "$", [*chat, _item(10), _item(11)])
-    before = _stored_bytes(db.path)
+    before = _stored_bytes(db)
     db.branches.merge("run", "default")
     assert db.json.get("chat") == [*chat, _item(10), _item(11)]
-    assert _stored_bytes(db.path) - before < 200  # no copy of the items, only the entry
+    assert _stored_bytes(db) - before < 200  # no copy of the items, only the entry
 
 
 def test_a_list_mutated_in_place_between_writes(db: rewinddb.Database) -> None:

@@ -1,0 +1,198 @@
+"""The PostgreSQL backend: the same tables and statements as SQLite, on a server.
+
+``rewinddb.open("postgresql://user@host/db")`` gives the identical API. What differs is
+only how a transaction starts and how the connection is kept:
+
+- Every write transaction takes one transaction-scoped advisory lock before it reads the
+  clock, and holds it to commit, so versions are allocated and committed in order: once
+  a reader sees version ``v``, every version below it is committed too, and an ``as_of``
+  read never sees half of a version. (Writers queue on that lock as SQLite's writers
+  queue on its write lock; ``busy_timeout`` bounds the wait.)
+- Reads inside ``db.read()`` and every snapshot run in one REPEATABLE READ, READ ONLY
+  transaction.
+- A lost connection fails the call in progress with ``connection_lost`` (a transaction
+  that was open is not committed: PostgreSQL rolls it back); the next call reconnects.
+
+Statements are written with ``?`` placeholders; they are translated to psycopg's ``%s``
+once per distinct statement.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import DatabaseBusyError, RewindError
+
+try:
+    import psycopg
+    from psycopg import errors as pg_errors
+except ImportError:  # pragma: no cover - depends on the installed extras
+    psycopg = None  # type: ignore[assignment]
+
+from sqlalchemy.dialects import postgresql
+
+from ._connection import Connection, Params
+
+#: The advisory lock every writer of a rewinddb database holds to commit ("rewind").
+WRITE_LOCK_KEY = 0x72657769_6E64
+
+
+def _check_driver() -> None:
+    if psycopg is None:  # pragma: no cover - depends on the installed extras
+        raise RewindError(
+            'PostgreSQL needs its driver: pip install "rewinddb[postgres]" (psycopg 3)',
+            code="missing.dependency",
+        )
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages and ``db.path``."""
+    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
+
+
+class ConnectionLostError(RewindError):
+    """The server went away during the call; nothing of an open transaction was kept."""
+
+    code = "connection_lost"
+
+
+class PostgresConnection(Connection):
+    """A psycopg 3 connection to one PostgreSQL database (its ``search_path`` schema)."""
+
+    dialect = "postgresql"
+
+    def __init__(self, url: str, *, readonly: bool = False, busy_timeout: float = 60.0) -> None:
+        _check_driver()
+        super().__init__(readonly=readonly, busy_timeout=busy_timeout)
+        self.url = url
+        self.location = redact(url)
+        self._sql: dict[str, str] = {}
+        self._raw: Any = None
+        self._connect()
+
+    # -- the connection ------------------------------------------------------------
+
+    def _connect(self) -> None:
+        try:
+            raw = psycopg.connect(self.url, autocommit=True)
+        except psycopg.OperationalError as error:
+            raise ConnectionLostError(
+                f"cannot connect to {self.location}: {str(error).strip()}"
+            ) from None
+        except psycopg.ProgrammingError as error:  # a malformed URL
+            raise RewindError(
+                f"not a PostgreSQL URL: {self.location} ({error})", code="invalid.path"
+            ) from None
+        raw.execute(f"SET lock_timeout = {int(self.busy_timeout * 1000)}")
+        if self.readonly:
+            raw.execute("SET default_transaction_read_only = on")
+        self._raw = raw
+
+    def _usable(self) -> Any:
+        """The live connection; outside a transaction a lost one is replaced."""
+        if self._raw is None or self._raw.closed or self._raw.broken:
+            if self._depth:
+                raise ConnectionLostError(
+                    f"the connection to {self.location} was lost in this transaction; "
+                    "nothing of it was written"
+                )
+            self._connect()
+        return self._raw
+
+    def _translate(self, sql: str) -> str:
+        translated = self._sql.get(sql)
+        if translated is None:
+            translated = sql.replace("%", "%%").replace("?", "%s")
+            self._sql[sql] = translated
+        return translated
+
+    def _failed(self, error: Exception) -> RewindError:
+        if isinstance(error, pg_errors.LockNotAvailable):
+            return DatabaseBusyError(
+                f"another writer held the database for longer than busy_timeout ({error}); "
+                "retry, or open it with a longer busy_timeout"
+            )
+        if self._raw is not None and (self._raw.closed or self._raw.broken):
+            return ConnectionLostError(
+                f"the connection to {self.location} was lost ({str(error).strip()}); "
+                "nothing of the transaction in progress was written; the next call reconnects"
+            )
+        return RewindError(f"PostgreSQL failed: {str(error).strip()}", code="storage")
+
+    def _run(self, sql: str, params: Params) -> Any:
+        raw = self._usable()
+        try:
+            if params:
+                return raw.execute(self._translate(sql), params)
+            return raw.execute(sql)
+        except (pg_errors.LockNotAvailable, psycopg.OperationalError) as error:
+            raise self._failed(error) from error
+
+    def _run_many(self, sql: str, rows: Sequence[Params]) -> None:
+        raw = self._usable()
+        try:
+            with raw.cursor() as cursor:
+                cursor.executemany(self._translate(sql), rows)
+        except (pg_errors.LockNotAvailable, psycopg.OperationalError) as error:
+            raise self._failed(error) from error
+
+    # -- transactions ----------------------------------------------------------------
+
+    def _begin(self, *, write: bool) -> None:
+        if not write:
+            self._run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", ())
+            return
+        self._run("BEGIN ISOLATION LEVEL READ COMMITTED", ())
+        try:
+            self._run("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK_KEY,))
+        except RewindError:
+            self._end(commit=False)
+            raise
+
+    def _end(self, *, commit: bool) -> None:
+        raw = self._raw
+        if raw is None or raw.closed or raw.broken:
+            if commit:
+                raise ConnectionLostError(
+                    f"the connection to {self.location} was lost before the commit; "
+                    "nothing of the transaction was written; the next call reconnects"
+                )
+            return  # the server rolled it back when the connection went
+        try:
+            raw.execute("COMMIT" if commit else "ROLLBACK")
+        except psycopg.Error as error:
+            if not commit:
+                return
+            if not raw.closed and not raw.broken:
+                raw.execute("ROLLBACK")
+            raise self._failed(error) from error
+
+    def _close(self) -> None:
+        if self._raw is not None:
+            self._raw.close()
+
+    # -- schema ------------------------------------------------------------------------
+
+    def _has_meta(self) -> bool:
+        row = self.fetchone("SELECT to_regclass('rewind_meta')")
+        return row is not None and row[0] is not None
+
+    def _is_empty(self) -> bool:
+        row = self.fetchone(
+            "SELECT count(*) FROM information_schema.tables "
+            "WHERE table_schema = current_schema() AND table_name LIKE 'rewind%'"
+        )
+        return row is None or not row[0]
+
+    def _ddl_dialect(self) -> Any:
+        return postgresql.dialect()
+
+    def contains_text(self, column: str, *, binary: bool = False) -> str:
+        text = f"convert_from({column}, 'UTF8')" if binary else column
+        return f"{text} ILIKE ? ESCAPE '\\'"
+
+    @property
+    def errors(self) -> tuple[type[Exception], ...]:
+        return (psycopg.Error,)
