@@ -5,16 +5,35 @@ stored as ``[type, base64]``. A list channel value is stored item by item,
 ``{"type": "list", "items": [[type, base64], ...]}``, so that a list that only grew
 between two checkpoints (``messages`` with ``add_messages``) is a JSON list that only grew:
 rewinddb then stores just the appended items.
+
+Writing goes through an :class:`Encoder`, which remembers what the serde made of the
+pydantic models (messages) it serialized, keyed by their content: the whole message list
+is handed over at every checkpoint, and checking that a message is one already seen
+(``model_dump`` packed with msgpack) costs half of serializing it again.
+
+Loading goes through a :class:`Decoder`, which remembers a pickled copy of the items it
+decoded: the same message is read again by every later checkpoint of a thread, and
+``pickle.loads`` of a remembered copy costs a third of the serde's ``loads_typed`` (which
+validates every message anew). Each load still returns objects nobody else holds.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
+import pickle
+import threading
 from typing import Any
 
+import ormsgpack
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from pydantic import BaseModel
 
 Typed = list[str]
+
+#: Values of these types are immutable: a remembered one is returned as it is.
+_IMMUTABLE = (str, bytes, int, float, bool, type(None))
 
 
 def dump_typed(serde: SerializerProtocol, value: Any) -> Typed:
@@ -26,22 +45,127 @@ def dump_typed(serde: SerializerProtocol, value: Any) -> Typed:
 def load_typed(serde: SerializerProtocol, stored: Any) -> Any:
     """The inverse of :func:`dump_typed`."""
     kind, data = stored
-    return serde.loads_typed((kind, base64.b64decode(data)))
+    return serde.loads_typed((kind, binascii.a2b_base64(data)))
 
 
-def dump_channel(serde: SerializerProtocol, value: Any, version: str | int | float) -> dict:
-    """A channel value at one channel version, lists item by item."""
-    if isinstance(value, list):
-        return {
-            "version": version,
-            "type": "list",
-            "items": [dump_typed(serde, item) for item in value],
-        }
-    return {"version": version, "type": "value", "value": dump_typed(serde, value)}
+#: ``model_dump()`` packed with these options fails unless every value in it is one msgpack
+#: encodes natively (exact str, int, float, bool, None, bytes, lists, dicts with str keys),
+#: and those the serde packs the same way. So equal packings mean equal serde output.
+_STRICT = (
+    ormsgpack.OPT_PASSTHROUGH_SUBCLASS
+    | ormsgpack.OPT_PASSTHROUGH_DATACLASS
+    | ormsgpack.OPT_PASSTHROUGH_DATETIME
+    | ormsgpack.OPT_PASSTHROUGH_ENUM
+    | ormsgpack.OPT_PASSTHROUGH_UUID
+    | ormsgpack.OPT_PASSTHROUGH_BIG_INT
+)
 
 
-def load_channel(serde: SerializerProtocol, stored: dict) -> Any:
-    """The inverse of :func:`dump_channel`."""
-    if stored["type"] == "list":
-        return [load_typed(serde, item) for item in stored["items"]]
-    return load_typed(serde, stored["value"])
+_SERDE, _TO_PYTHON, _MODEL_DUMP = "serde", "to_python", "model_dump"
+
+
+class _Remembered:
+    """A map bounded by ``max_bytes``, the oldest entries dropped first. Reads take no
+    lock (one dict lookup is atomic); writes and drops do."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._values: dict[Any, tuple[int, Any]] = {}
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        found = self._values.get(key)
+        return None if found is None else found[1]
+
+    def put(self, key: Any, value: Any, size: int) -> None:
+        with self._lock:
+            if key in self._values or size > self.max_bytes // 4:
+                return
+            self._values[key] = (size, value)
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                self._bytes -= self._values.pop(next(iter(self._values)))[0]
+
+
+class Encoder:
+    """Stores values with the serde, remembering the stored form of pydantic models by
+    their content (at most ``max_bytes`` of them)."""
+
+    def __init__(self, serde: SerializerProtocol, max_bytes: int = 32 * 1024 * 1024) -> None:
+        self.serde = serde
+        self._remembered = _Remembered(max_bytes)
+        self._kinds: dict[type, str] = {}
+
+    def _how(self, kind: type) -> str:
+        """How to recognise values of ``kind`` already stored: by their model_dump()
+        (pydantic models, with the stock serializer only), or not at all."""
+        if type(self.serde) is not JsonPlusSerializer or not issubclass(kind, BaseModel):
+            return _SERDE
+        return _TO_PYTHON if kind.model_dump is BaseModel.model_dump else _MODEL_DUMP
+
+    def item(self, value: Any) -> Typed:
+        """``value`` as ``[type, base64]``, as :func:`dump_typed` makes it."""
+        kind = type(value)
+        how = self._kinds.get(kind)
+        if how is None:
+            how = self._kinds[kind] = self._how(kind)
+        if how is _SERDE:
+            return dump_typed(self.serde, value)
+        try:
+            # What the serde stores for a model is made of its class and model_dump().
+            if how is _TO_PYTHON:  # model_dump() as pydantic defines it, minus its wrapper
+                dumped = value.__pydantic_serializer__.to_python(value)
+            else:
+                dumped = value.model_dump()
+            key = (kind, ormsgpack.packb(dumped, option=_STRICT))
+        except Exception:  # something the serde packs its own way: no shortcut
+            return dump_typed(self.serde, value)
+        stored = self._remembered.get(key)
+        if stored is None:
+            stored = dump_typed(self.serde, value)
+            self._remembered.put(key, stored, len(key[1]) + len(stored[1]))
+        return list(stored)
+
+    def channel(self, value: Any, version: str | int | float) -> dict:
+        """A channel value at one channel version, lists item by item."""
+        if isinstance(value, list):
+            return {"version": version, "type": "list", "items": [self.item(v) for v in value]}
+        return {"version": version, "type": "value", "value": self.item(value)}
+
+
+class Decoder:
+    """Loads stored values with the serde, remembering pickled copies of what it loaded
+    (at most ``max_bytes`` of them)."""
+
+    def __init__(self, serde: SerializerProtocol, max_bytes: int = 32 * 1024 * 1024) -> None:
+        self.serde = serde
+        self._remembered = _Remembered(max_bytes)
+
+    def item(self, stored: Any) -> Any:
+        """The value of one ``[type, base64]``, as :func:`load_typed` returns it."""
+        kind, data = stored
+        key = (kind, data)
+        copy = self._remembered.get(key)
+        if copy is not None:
+            immutable, value = copy
+            return value if immutable else pickle.loads(value)
+        value = self.serde.loads_typed((kind, binascii.a2b_base64(data)))
+        if isinstance(value, _IMMUTABLE):
+            self._remembered.put(key, (True, value), len(data))
+            return value
+        try:
+            pickled = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            again = pickle.loads(pickled)
+            faithful = type(again) is type(value) and bool(again == value)
+        except Exception:  # not picklable, or not comparable: always use the serde
+            faithful = False
+        if faithful:
+            self._remembered.put(key, (False, pickled), len(data) + len(pickled))
+        return value
+
+    def channel(self, stored: dict) -> Any:
+        """A channel value stored by :meth:`Encoder.channel`."""
+        if stored["type"] == "list":
+            return [self.item(item) for item in stored["items"]]
+        return self.item(stored["value"])

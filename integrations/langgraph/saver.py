@@ -28,7 +28,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 import rewinddb
 
 from . import _names
-from ._codec import dump_channel, dump_typed, load_channel, load_typed
+from ._codec import Decoder, Encoder, dump_typed, load_typed
 from ._index import Index
 
 
@@ -60,6 +60,46 @@ def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableC
     }
 
 
+class _BranchWrites:
+    """The pending writes (events) of branches, each event read once per ``list`` call.
+
+    ``list`` goes from the newest checkpoint to the oldest, so the sequence a branch's
+    writes are needed from only decreases: each call reads just the events before the
+    ones already read, instead of every event from the checkpoint on.
+    """
+
+    def __init__(self, db: rewinddb.Database) -> None:
+        self.db = db
+        self.read: dict[str, tuple[int, dict[str, builtins.list[tuple[int, dict]]]]] = {}
+
+    def payloads(self, branch: str, start: int, checkpoint_id: str) -> builtins.list[dict]:
+        """Payloads of the write events of ``checkpoint_id`` on ``branch`` from ``start``."""
+        known = self.read.get(branch)
+        if known is None or start < known[0]:
+            log = self.db.at(branch).events
+            after = start - 1 if start else None
+            events = None
+            if known is not None:
+                wanted = known[0] - start
+                events = log.list(after=after, limit=wanted)
+                if [item.event.sequence for item in events] != list(range(start, known[0])):
+                    events = None  # not one contiguous run: read everything from start
+            grouped: dict[str, builtins.list[tuple[int, dict]]] = {}
+            if events is None:
+                events = log.list(event_type=_names.WRITE_EVENT, after=after)
+            elif known is not None:
+                grouped = known[1]
+            for item in events:
+                event = item.event
+                if event.event_type == _names.WRITE_EVENT:
+                    grouped.setdefault(event.payload["checkpoint_id"], []).append(
+                        (event.sequence, event.payload)
+                    )
+            known = self.read[branch] = (start, grouped)
+        writes = sorted(known[1].get(checkpoint_id, ()), key=lambda write: write[0])
+        return [payload for sequence, payload in writes if sequence >= start]
+
+
 class RewindSaver(BaseCheckpointSaver[str]):
     """A LangGraph checkpointer on a rewinddb database.
 
@@ -74,6 +114,8 @@ class RewindSaver(BaseCheckpointSaver[str]):
         self.db = db
         self.index = Index(db)
         self.lock = threading.RLock()
+        self._encoder = Encoder(self.serde)
+        self._decoder = Decoder(self.serde)
         self._early_writes: dict[tuple[str, str, str], list[tuple[list, str, str]]] = {}
 
     @classmethod
@@ -92,23 +134,32 @@ class RewindSaver(BaseCheckpointSaver[str]):
         record = self.db.at(branch).kv.get(_names.CHECKPOINT_KEY)
         return record["id"] if record else None
 
-    def _writes(self, entry: dict, checkpoint_id: str) -> list[PendingWrite]:
-        events = self.db.at(entry["branch"]).events.list(
-            event_type=_names.WRITE_EVENT,
-            after=entry["events"] - 1 if entry["events"] else None,
-        )
+    def _writes(
+        self, entry: dict, checkpoint_id: str, branch_writes: _BranchWrites | None = None
+    ) -> list[PendingWrite]:
+        start = entry["events"]
+        if branch_writes is None:
+            events = self.db.at(entry["branch"]).events.list(
+                event_type=_names.WRITE_EVENT, after=start - 1 if start else None
+            )
+            payloads = [item.event.payload for item in events]
+        else:
+            payloads = branch_writes.payloads(entry["branch"], start, checkpoint_id)
         found: dict[tuple[str, int], dict] = {}
-        for item in events:
-            payload = item.event.payload
+        for payload in payloads:
             if payload["checkpoint_id"] == checkpoint_id:
                 found[(payload["task_id"], payload["idx"])] = payload
         ordered = sorted(
             found.values(), key=lambda p: writes_sort_key(p["task_path"], p["task_id"], p["idx"])
         )
-        return [(p["task_id"], p["channel"], load_typed(self.serde, p["value"])) for p in ordered]
+        return [(p["task_id"], p["channel"], self._decoder.item(p["value"])) for p in ordered]
 
     def _load(
-        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        branch_writes: _BranchWrites | None = None,
     ) -> CheckpointTuple | None:
         entry = self.index.get(_names.checkpoint_key(thread_id, checkpoint_ns, checkpoint_id))
         if entry is None:
@@ -120,14 +171,14 @@ class RewindSaver(BaseCheckpointSaver[str]):
         for channel, version in checkpoint["channel_versions"].items():
             blob = view.kv.get(_names.channel_key(channel), as_of=entry["version"])
             if blob is not None and blob["version"] == version:
-                values[channel] = load_channel(self.serde, blob)
+                values[channel] = self._decoder.channel(blob)
         parent = entry["parent"]
         return CheckpointTuple(
             config=_config(thread_id, checkpoint_ns, checkpoint_id),
             checkpoint={**checkpoint, "channel_values": values},
             metadata=load_typed(self.serde, stored["metadata"]),
             parent_config=_config(thread_id, checkpoint_ns, parent) if parent else None,
-            pending_writes=self._writes(entry, checkpoint_id),
+            pending_writes=self._writes(entry, checkpoint_id, branch_writes),
         )
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -159,6 +210,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         before_id = _target(before, "list(before=...)")[2] if before else None
         found = sorted((_names.parse_checkpoint_key(key) for key in keys), key=lambda t: t[2])
         count = 0
+        branch_writes = _BranchWrites(self.db)
         for thread_id, checkpoint_ns, checkpoint_id in reversed(found):
             if limit is not None and count >= limit:
                 return
@@ -166,7 +218,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 continue
             if before_id and checkpoint_id >= before_id:
                 continue
-            loaded = self._load(thread_id, checkpoint_ns, checkpoint_id)
+            loaded = self._load(thread_id, checkpoint_ns, checkpoint_id, branch_writes)
             if loaded is None:
                 continue
             if filter and any(loaded.metadata.get(k) != v for k, v in filter.items()):
@@ -248,7 +300,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 for channel, channel_version in new_versions.items():
                     key = _names.channel_key(channel)
                     if channel in values:
-                        view.kv.put(key, dump_channel(self.serde, values[channel], channel_version))
+                        view.kv.put(key, self._encoder.channel(values[channel], channel_version))
                     else:
                         view.kv.delete(key)
             entry = {
