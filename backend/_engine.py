@@ -471,18 +471,33 @@ class Engine:
     ) -> dict[str, tuple[int, bytes | None, bytes | None]]:
         """The newest entry of every key of ``space`` that exists at (record, version):
         key -> (kind, body, refs), deleted keys left out. One query per lineage step."""
-        columns = "e.key, e.kind, e.body, e.refs" if with_values else "e.key, e.kind, NULL, NULL"
+        columns = "e.kind, e.body, e.refs" if with_values else "e.kind, NULL, NULL"
         newest: dict[str, tuple[int, bytes | None, bytes | None]] = {}
         for branch_id, cap in self.lineage(record, version):
-            for key, kind, body, refs in self.conn.fetchall(
-                f"SELECT {columns} FROM rewind_entries e "
-                "WHERE e.branch_id = ? AND e.space = ? AND e.version = ("
-                "SELECT max(version) FROM rewind_entries WHERE branch_id = e.branch_id "
-                "AND space = e.space AND key = e.key AND version <= ?)",
-                (branch_id, space, cap),
-            ):
+            for key, kind, body, refs in self.newest_rows(branch_id, cap, space, columns):
                 newest.setdefault(key, (kind, body, refs))
         return {key: row for key, row in newest.items() if row[0] != KIND_DELETED}
+
+    def newest_rows(self, branch_id: int, cap: int, space: str, columns: str) -> list[Any]:
+        """``key, <columns>`` of the newest entry at or below ``cap`` of every key that
+        ``branch_id`` itself wrote in ``space`` (``e`` names the entry).
+
+        The keys are walked with one index seek each (a recursive skip-scan), then one
+        seek finds each key's newest version: the cost follows the number of keys, not
+        the length of their history (a branch that wrote two keys 10,000 times each
+        reads two rows, not 20,000).
+        """
+        return self.conn.fetchall(
+            "WITH RECURSIVE k(key) AS ("
+            "SELECT (SELECT min(key) FROM rewind_entries WHERE branch_id = ? AND space = ?) "
+            "UNION ALL SELECT (SELECT min(key) FROM rewind_entries "
+            "WHERE branch_id = ? AND space = ? AND key > k.key) FROM k WHERE k.key IS NOT NULL) "
+            f"SELECT e.key, {columns} FROM k JOIN rewind_entries e "
+            "ON e.branch_id = ? AND e.space = ? AND e.key = k.key AND e.version = ("
+            "SELECT max(version) FROM rewind_entries "
+            "WHERE branch_id = ? AND space = ? AND key = k.key AND version <= ?)",
+            (branch_id, space, branch_id, space, branch_id, space, branch_id, space, cap),
+        )
 
     def changed_keys(
         self, ranges_a: dict[int, int], ranges_b: dict[int, int]

@@ -51,14 +51,11 @@ def last_writes(
     """space -> key -> LastWrite for every key that exists at (record, version)."""
     newest: dict[tuple[str, str], tuple[int, int, int, str | None]] = {}
     for branch_id, cap in engine.lineage(record, version):
-        for space, key, kind, entry_version, trigger in engine.conn.fetchall(
-            "SELECT e.space, e.key, e.kind, e.version, e.trigger FROM rewind_entries e "
-            "WHERE e.branch_id = ? AND e.version = (SELECT max(version) FROM rewind_entries "
-            "WHERE branch_id = e.branch_id AND space = e.space AND key = e.key "
-            "AND version <= ?)",
-            (branch_id, cap),
-        ):
-            newest.setdefault((space, key), (kind, entry_version, branch_id, trigger))
+        for space in SPACES:
+            for key, kind, entry_version, trigger in engine.newest_rows(
+                branch_id, cap, space, "e.kind, e.version, e.trigger"
+            ):
+                newest.setdefault((space, key), (kind, entry_version, branch_id, trigger))
     live = {slot: row for slot, row in newest.items() if row[0] != KIND_DELETED}
     events = _events_at(engine, {(row[2], row[1]) for row in live.values()})
     stamps = _timestamps(engine, {row[1] for row in live.values()})

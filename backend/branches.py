@@ -14,7 +14,8 @@ from .models import Branch, from_micros
 
 _BRANCH_QUERY = (
     "SELECT b.name, p.name, b.forked_at, b.created_at, max(c.version), count(c.version), "
-    "max(c.ts) FROM rewind_branches b "
+    "max(c.ts), b.id, (SELECT max(sequence) FROM rewind_events e WHERE e.branch_id = b.id) "
+    "FROM rewind_branches b "
     "LEFT JOIN rewind_branches p ON p.id = b.parent_id "
     "LEFT JOIN rewind_commits c ON c.branch_id = b.id "
     "WHERE b.deleted_at IS NULL {where} "
@@ -22,9 +23,26 @@ _BRANCH_QUERY = (
 )
 
 
-def _branch(row: tuple[Any, ...]) -> Branch:
-    name, parent, forked_at, created_at, head, commits, last_ts = row
+#: One branch's commits, found through the indexes its own rows already have (every
+#: commit writes an entry or an event, or is a merge), so ``get`` costs what the branch
+#: wrote, not a scan of every commit in the database.
+_OWN_COMMITS = (
+    "SELECT max(version), count(*) FROM (SELECT version FROM rewind_entries "
+    "WHERE branch_id = ? UNION SELECT version FROM rewind_events WHERE branch_id = ? "
+    "UNION SELECT version FROM rewind_commits WHERE branch_id = ? "
+    "AND merge_branch_id IS NOT NULL) own"
+)
+
+
+def _branch(engine: Engine, row: tuple[Any, ...]) -> Branch:
+    name, parent, forked_at, created_at, head, commits, last_ts, branch_id, last_own = row
+    if last_own is not None:  # a branch's own events continue its inherited log, densely
+        events = last_own + 1
+    else:
+        last = last_event(engine, engine.branch_by_id(branch_id), forked_at)
+        events = last[0] + 1 if last else 0
     return Branch(
+        events=events,
         name=name,
         parent=parent,
         forked_at=forked_at,
@@ -91,17 +109,39 @@ class Branches:
     def get(self, name: str) -> Branch:
         """The branch called ``name``; ``BranchNotFound`` if it does not exist."""
         engine = self._engine
-        with engine.conn.lock:
-            engine.branch(name)
-            row = engine.conn.fetchone(_BRANCH_QUERY.format(where="AND b.name = ?"), (name,))
-            return _branch(row)
+        with engine.conn.lock, engine.conn.snapshot():
+            record = engine.branch(name)
+            head, commits = engine.conn.fetchone(_OWN_COMMITS, (record.id,) * 3)
+            last_ts = None
+            if head is not None:
+                last_ts = engine.conn.fetchone(
+                    "SELECT ts FROM rewind_commits WHERE version = ?", (head,)
+                )[0]
+            parent = engine.branch_by_id(record.parent_id).name if record.parent_id else None
+            last_own = engine.conn.fetchone(
+                "SELECT max(sequence) FROM rewind_events WHERE branch_id = ?", (record.id,)
+            )[0]
+            row = (
+                record.name,
+                parent,
+                record.forked_at,
+                record.created_at,
+                head,
+                commits,
+                last_ts,
+                record.id,
+                last_own,
+            )
+            return _branch(engine, row)
 
     def list(self) -> builtins.list[Branch]:
         """Every live branch, in the order they were created (``default`` first)."""
         engine = self._engine
         with engine.conn.lock:
             engine.conn.check_open()
-            return [_branch(row) for row in engine.conn.fetchall(_BRANCH_QUERY.format(where=""))]
+            return [
+                _branch(engine, row) for row in engine.conn.fetchall(_BRANCH_QUERY.format(where=""))
+            ]
 
     def names(self) -> builtins.list[str]:
         return [branch.name for branch in self.list()]

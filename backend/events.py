@@ -281,6 +281,24 @@ class Events:
                 )
             return items
 
+    def types(self, *, as_of: AsOf = None) -> builtins.list[str]:
+        """The distinct event types in the log at ``as_of`` (default: now), sorted."""
+        engine = self._engine
+        with engine.conn.lock:
+            record = engine.branch(self._branch)
+            version = engine.resolve_as_of(record, as_of)
+            found: set[str] = set()
+            for branch_id, cap in engine.lineage(record, version):
+                found.update(
+                    row[0]
+                    for row in engine.conn.fetchall(
+                        "SELECT DISTINCT event_type FROM rewind_events "
+                        "WHERE branch_id = ? AND version <= ?",
+                        (branch_id, cap),
+                    )
+                )
+            return sorted(found)
+
     def get(self, sequence: int, *, as_of: AsOf = None) -> Event:
         """The event with this sequence number; ``EventNotFound`` if there is none."""
         check_count(sequence, "sequence")

@@ -15,6 +15,8 @@ from ._engine import Engine
 from ._values import loads, short_text
 
 PointKind = Literal["event", "commit", "merge"]
+#: Characters of an event's payload shown in a dot's hover label.
+SUMMARY_CHARS = 80
 
 
 @dataclass(frozen=True)
@@ -59,13 +61,32 @@ class HistoryGraph:
         return next(b.lane for b in self.branches if b.name == branch)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {
+            "branches": [asdict(branch) for branch in self.branches],
+            "points": [
+                {
+                    "branch": p.branch,
+                    "version": p.version,
+                    "kind": p.kind,
+                    "label": p.label,
+                    "sequence": p.sequence,
+                    "summary": p.summary,
+                }
+                for p in self.points
+            ],
+            "edges": [asdict(edge) for edge in self.edges],
+        }
 
 
 def build_graph(
     engine: Engine, *, include_deleted: bool = False, max_points_per_branch: int | None = None
 ) -> HistoryGraph:
-    """The history graph of the whole database (deleted branches only if asked)."""
+    """The history graph of the whole database (deleted branches only if asked).
+
+    Long branches are thinned *before* their events are read: a branch's own events have
+    dense sequences, so the sequences to keep are chosen from each branch's count, and
+    only those events (and their payloads, for the hover summaries) are fetched.
+    """
     conn = engine.conn
     rows = conn.fetchall(
         "SELECT b.id, b.name, p.name, b.forked_at, b.deleted_at FROM rewind_branches b "
@@ -79,31 +100,25 @@ def build_graph(
         names[branch_id] = name
         branches.append(GraphBranch(name, parent, forked_at, len(branches), deleted_at is not None))
     points: dict[str, list[GraphPoint]] = {b.name: [] for b in branches}
-    evented: set[int] = set()
-    for branch_id, sequence, version, event_type, payload in conn.fetchall(
-        "SELECT branch_id, sequence, version, event_type, payload FROM rewind_events "
-        "ORDER BY branch_id, version, sequence"
+    for branch_id, first, last in conn.fetchall(
+        "SELECT branch_id, min(sequence), max(sequence) FROM rewind_events GROUP BY branch_id"
     ):
         if branch_id in names:
-            evented.add(version)
-            points[names[branch_id]].append(
-                GraphPoint(
-                    names[branch_id],
-                    version,
-                    "event",
-                    event_type,
-                    sequence,
-                    short_text(loads(bytes(payload)), 80),
-                )
+            name = names[branch_id]
+            points[name] += _event_points(
+                engine, branch_id, name, first, last, max_points_per_branch
             )
     edges = [
         GraphEdge("fork", b.parent, b.forked_at, b.name, b.forked_at)
         for b in branches
         if b.parent is not None and b.parent in points
     ]
+    # Commits that appended no event (state writes) and merges: the dots events don't give.
     for version, branch_id, trigger, message, merge_id, merge_version in conn.fetchall(
         "SELECT version, branch_id, trigger, message, merge_branch_id, merge_version "
-        "FROM rewind_commits ORDER BY version"
+        "FROM rewind_commits c WHERE merge_branch_id IS NOT NULL OR NOT EXISTS ("
+        "SELECT 1 FROM rewind_events e WHERE e.branch_id = c.branch_id "
+        "AND e.version = c.version) ORDER BY version"
     ):
         if branch_id not in names:
             continue
@@ -113,7 +128,7 @@ def build_graph(
             points[name].append(GraphPoint(name, version, "merge", f"merge from {source}"))
             if source is not None:
                 edges.append(GraphEdge("merge", source, merge_version, name, version))
-        elif version not in evented:
+        else:
             points[name].append(GraphPoint(name, version, "commit", trigger or message or "write"))
     edges = [_from_last_point(edge, points, branches) for edge in edges]
     flat: list[GraphPoint] = []
@@ -121,6 +136,40 @@ def build_graph(
         own = sorted(points[branch.name], key=lambda p: (p.version, p.sequence or 0))
         flat += _thin(own, max_points_per_branch)
     return HistoryGraph(branches, flat, edges)
+
+
+def _event_points(
+    engine: Engine, branch_id: int, name: str, first: int, last: int, limit: int | None
+) -> list[GraphPoint]:
+    """Dots for a branch's own events ``first..last`` (dense), at most ``limit`` of them,
+    evenly spaced, the first and the last kept."""
+    count = last - first + 1
+    sql = (
+        "SELECT sequence, version, event_type, payload FROM rewind_events "
+        "WHERE branch_id = ? AND sequence "
+    )
+    if limit is None or count <= limit:
+        rows = engine.conn.fetchall(
+            sql + "BETWEEN ? AND ? ORDER BY sequence", (branch_id, first, last)
+        )
+    else:
+        step = (count - 1) / max(limit - 1, 1)
+        wanted = sorted({first + round(i * step) for i in range(limit)} | {last})
+        rows = []
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            rows += engine.conn.fetchall(
+                sql + f"IN ({marks}) ORDER BY sequence", (branch_id, *chunk)
+            )
+    return [
+        GraphPoint(name, version, "event", event_type, sequence, _summary(payload))
+        for sequence, version, event_type, payload in rows
+    ]
+
+
+def _summary(payload: bytes) -> str:
+    return short_text(loads(bytes(payload)), SUMMARY_CHARS)
 
 
 def _from_last_point(

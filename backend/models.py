@@ -30,6 +30,8 @@ class Branch:
     """The version of the branch's last commit (``forked_at`` if it has none)."""
     commits: int
     last_write: datetime | None
+    events: int = 0
+    """How many events its log holds (inherited ones included)."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -59,8 +59,14 @@ def _curve(x0: float, y0: float, x1: float, y1: float, steps: int = 12) -> tuple
 
 def graph_figure(graph: HistoryGraph, *, head: int) -> Any:
     """A ``plotly.graph_objects.Figure`` of ``graph`` (``head``: the newest version)."""
-    go = _plotly()
-    figure = go.Figure()
+    return _plotly().Figure(figure_dict(graph, head=head))
+
+
+def figure_dict(graph: HistoryGraph, *, head: int) -> dict[str, Any]:
+    """The same figure as plain data (``{"data": [...], "layout": {...}}``), for
+    ``Plotly.newPlot`` in a page: building it needs no plotly package and no validation,
+    which matters for thousands of dots."""
+    data: list[dict[str, Any]] = []
     lanes = {branch.name: branch.lane for branch in graph.branches}
     ends: dict[str, int] = {b.name: b.forked_at for b in graph.branches}
     for point in graph.points:
@@ -71,17 +77,7 @@ def graph_figure(graph: HistoryGraph, *, head: int) -> Any:
         xs += [branch.forked_at, max(ends[branch.name], branch.forked_at), None]
         ys += [branch.lane, branch.lane, None]
     for color, (xs, ys) in by_color.items():
-        figure.add_trace(
-            go.Scatter(
-                x=xs,
-                y=ys,
-                mode="lines",
-                hoverinfo="skip",
-                line={"color": color, "width": 2},
-                showlegend=False,
-                name="lanes",
-            )
-        )
+        data.append(_lines("lanes", xs, ys, {"color": color, "width": 2}))
     for kind in ("fork", "merge"):
         xs, ys = [], []
         for edge in graph.edges:
@@ -96,57 +92,58 @@ def graph_figure(graph: HistoryGraph, *, head: int) -> Any:
             xs += [*curve_x, None]
             ys += [*curve_y, None]
         if xs:
-            figure.add_trace(
-                go.Scatter(
-                    x=xs,
-                    y=ys,
-                    mode="lines",
-                    hoverinfo="skip",
-                    showlegend=False,
-                    name=f"{kind}s",
-                    line={
-                        "color": "#999",
-                        "width": 1.5,
-                        "dash": "dash" if kind == "merge" else "solid",
-                    },
-                )
-            )
+            line = {"color": "#999", "width": 1.5, "dash": "dash" if kind == "merge" else "solid"}
+            data.append(_lines(f"{kind}s", xs, ys, line))
     points = graph.points
-    figure.add_trace(
-        go.Scatter(
-            x=[p.version for p in points],
-            y=[lanes[p.branch] for p in points],
-            mode="markers",
-            marker={
+    data.append(
+        {
+            "type": "scatter",
+            "name": "points",
+            "mode": "markers",
+            "x": [p.version for p in points],
+            "y": [lanes[p.branch] for p in points],
+            "marker": {
                 "size": 10,
                 "symbol": [SYMBOLS[p.kind] for p in points],
                 "color": [COLORS[lanes[p.branch] % len(COLORS)] for p in points],
                 "line": {"width": 1, "color": "white"},
             },
-            customdata=[
+            "customdata": [
                 [p.branch, -1 if p.sequence is None else p.sequence, p.version] for p in points
             ],
-            hovertext=[hover_text(p) for p in points],
-            hoverinfo="text",
-            showlegend=False,
-            name="points",
-        )
+            "hovertext": [hover_text(p) for p in points],
+            "hoverinfo": "text",
+            "showlegend": False,
+        }
     )
     shown = min(len(graph.branches), VISIBLE_LANES)
-    figure.update_layout(
-        height=max(180, 60 + 40 * shown),
-        margin={"l": 10, "r": 10, "t": 10, "b": 30},
-        xaxis={"title": "version", "range": [-0.5, head + 1]},
-        yaxis={
+    layout = {
+        "height": max(180, 60 + 40 * shown),
+        "margin": {"l": 10, "r": 10, "t": 10, "b": 30},
+        "xaxis": {"title": {"text": "version"}, "range": [-0.5, head + 1]},
+        "yaxis": {
             "tickvals": [b.lane for b in graph.branches],
             "ticktext": [escape(b.name[:24]) for b in graph.branches],
             # Reversed: lane 0 (default) on top; more lanes than fit scroll by panning.
             "range": [shown - 0.5, -0.5],
         },
-        plot_bgcolor="white",
-        dragmode="pan",
-    )
-    return figure
+        "plot_bgcolor": "white",
+        "dragmode": "pan",
+    }
+    return {"data": data, "layout": layout}
+
+
+def _lines(name: str, xs: list, ys: list, line: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "scatter",
+        "name": name,
+        "mode": "lines",
+        "x": xs,
+        "y": ys,
+        "hoverinfo": "skip",
+        "showlegend": False,
+        "line": line,
+    }
 
 
 def hover_text(point: GraphPoint) -> str:

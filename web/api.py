@@ -42,7 +42,7 @@ def version(request: Request) -> dict[str, int]:
 
 @router.get("/overview", responses=ERRORS, summary="Branch table and branch graph")
 def overview(request: Request) -> dict[str, Any]:
-    return queries.overview(db_of(request))
+    return queries.overview_json(queries.overview(db_of(request)))
 
 
 @router.get("/branches", responses=ERRORS, summary="Every live branch")

@@ -22,10 +22,10 @@ from starlette.responses import Response
 import rewinddb
 
 from . import api, pages, writes
+from .assets import plotly_js_route
 from .queries import PageNotFound
 from .rendering import error_response, make_templates
 from .security import SecurityHeaders, new_csrf_token
-from .assets import plotly_js_route
 from .urls import BadSegment
 
 STATIC = Path(__file__).parent / "static"

@@ -48,12 +48,14 @@ def parse_sequence(segment: str) -> int:
 @router.get("/")
 def overview_page(request: Request) -> Response:
     data = queries.overview(db_of(request))
-    return render(request, "overview.html", {**data, "figure": figure_data(data)})
+    return render(
+        request, "overview.html", {**data, "figure": figure_data(data["graph"], data["version"])}
+    )
 
 
 @router.get("/.json")
 def overview_json(request: Request) -> Response:
-    return json_response(queries.overview(db_of(request)))
+    return json_response(queries.overview_json(queries.overview(db_of(request))))
 
 
 @router.get("/fragments/overview")
@@ -63,7 +65,9 @@ def overview_fragment(request: Request, since: int | None = None) -> Response:
     if since is not None and db.version == since:
         return Response(status_code=204)
     data = queries.overview(db)
-    return render(request, "_overview.html", {**data, "figure": figure_data(data)})
+    return render(
+        request, "_overview.html", {**data, "figure": figure_data(data["graph"], data["version"])}
+    )
 
 
 @router.get("/branches/{branch}")

@@ -26,18 +26,25 @@ class PageNotFound(Exception):
 
 
 def overview(db: rewinddb.Database) -> dict[str, Any]:
-    """The branch table and the (thinned) branch graph."""
+    """The branch table and the (thinned) branch graph; ``graph`` is the
+    ``HistoryGraph`` itself (``overview_json`` makes it JSON)."""
     with db.read():
         branches = db.branches.list()
         per_branch = max(2, GRAPH_POINTS // max(len(branches), 1))
-        graph = db.graph(max_points_per_branch=per_branch)
         rows = []
         for branch in branches:
             row = branch.to_dict()
-            row["events"] = db.at(branch.name).events.length()
             row["url"] = branch_url(branch.name)
             rows.append(row)
-        return {"version": db.version, "branches": rows, "graph": graph.to_dict()}
+        return {
+            "version": db.version,
+            "branches": rows,
+            "graph": db.graph(max_points_per_branch=per_branch),
+        }
+
+
+def overview_json(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "graph": data["graph"].to_dict()}
 
 
 def timeline(
@@ -78,11 +85,10 @@ def branch_page(
     view = db.at(branch)
     with db.read():
         info = view.info().to_dict()
-        info["events"] = view.events.length()
         info["url"] = branch_url(branch)
         return {
             "branch": info,
-            "event_types": sorted({item.event.event_type for item in view.events.list()}),
+            "event_types": view.events.types(),
             "timeline": timeline(db, branch, event_type=event_type, search=search),
         }
 

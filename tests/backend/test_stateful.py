@@ -894,6 +894,8 @@ class RewindMachine(RuleBasedStateMachine):
             if b.alive
         ]
         assert got == want
+        for branch in self.db.branches.list():  # get() finds the same through other indexes
+            assert self.db.branches.get(branch.name) == branch
 
 
 # About 15-25 s on a laptop when the database agrees with the model. A failing run also

@@ -12,15 +12,16 @@
     if (!holder || !data || typeof Plotly === "undefined") return;
     var spec = JSON.parse(data.textContent);
     var config = { displaylogo: false, responsive: true, scrollZoom: true };
-    Plotly.react(holder, spec.figure.data, spec.figure.layout, config).then(function () {
+    Plotly.react(holder, spec.data, spec.layout, config).then(function () {
       holder.removeAllListeners && holder.removeAllListeners("plotly_click");
       holder.on("plotly_click", function (event) {
         var point = event.points[event.points.length - 1];
-        if (!point || point.curveNumber !== spec.figure.data.length - 1) return;
-        var index = point.pointIndex;
+        if (!point || point.curveNumber !== spec.data.length - 1) return;
+        // customdata of a dot: [its page, "BRANCH@VERSION"] (set by the server).
+        var target = point.customdata;
         var mode = document.getElementById("compare-mode");
         if (mode && mode.checked) {
-          picks.push(spec.points[index]);
+          picks.push(target[1]);
           var shown = document.getElementById("compare-picks");
           if (shown) shown.textContent = picks.join(" vs ");
           if (picks.length === 2) {
@@ -30,7 +31,7 @@
           }
           return;
         }
-        window.location.assign(spec.urls[index]);
+        window.location.assign(target[0]);
       });
     });
   }
