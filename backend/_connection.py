@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.schema import CreateIndex, CreateTable
 
-from . import _schema
+from . import _migrations, _schema
 from .errors import (
     DatabaseBusyError,
     DatabaseClosedError,
@@ -81,6 +81,8 @@ class Connection:
         self._closed = False
         #: Called after a transaction rolls back (caches of rows it wrote are stale).
         self.rolled_back: list[Callable[[], None]] = []
+        #: (schema version found, schema version now), set by ``ensure_schema``.
+        self.schema_migrated = (0, 0)
 
     # -- what a backend provides ---------------------------------------------------
 
@@ -140,12 +142,7 @@ class Connection:
         marker = self.fetchone("SELECT value FROM rewind_meta WHERE key = 'format'")
         if marker is None or marker[0] != FORMAT_MARKER:
             raise NotADatabaseError(f"{self.location} is not a rewinddb database")
-        version = self.fetchone("SELECT value FROM rewind_meta WHERE key = 'schema_version'")
-        if version is None or int(version[0]) > _schema.SCHEMA_VERSION:
-            raise NotADatabaseError(
-                f"{self.location} was written by a newer rewinddb (schema "
-                f"{version[0] if version else '?'}); upgrade rewinddb to open it"
-            )
+        self.schema_migrated = _migrations.migrate(self)
 
     def _create_schema(self) -> None:
         """Run the SQLModel schema's DDL in the open transaction, then mark it ours."""

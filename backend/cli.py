@@ -190,6 +190,18 @@ def cmd_demo(args: argparse.Namespace) -> None:
         _serve(target, args)
 
 
+def cmd_migrate(args: argparse.Namespace) -> None:
+    """Bring a database's schema up to this rewinddb's (``open`` does it too)."""
+    with open_database(args.path, create=False) as db:
+        before, after = db._engine.conn.schema_migrated
+    if args.json:
+        _dump({"from": before, "to": after})
+    elif before == after:
+        print(f"{args.path}: schema {after}, up to date")
+    else:
+        print(f"{args.path}: schema {before} -> {after}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rewinddb",
@@ -200,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def command(name: str, help_text: str, handler: Any) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text)
-        sub.add_argument("path", help="the database directory")
+        sub.add_argument("path", help="the database directory, or a postgresql:// URL")
         sub.add_argument("--json", action="store_true", help="print JSON")
         sub.set_defaults(handler=handler)
         return sub
@@ -240,6 +252,12 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument("path", help="the database directory (created if missing)")
     load.add_argument("file", help="the .jsonl export ('-' for stdin)")
     load.set_defaults(handler=cmd_import)
+
+    command(
+        "migrate",
+        "Bring the database's schema up to this rewinddb's (opening it writable does too).",
+        cmd_migrate,
+    )
 
     def web_options(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1 (this machine)")

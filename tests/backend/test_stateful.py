@@ -474,9 +474,13 @@ class RewindMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.tmp = Path(tempfile.mkdtemp(prefix="rewinddb-stateful-"))
-        self.path = self.tmp / "agent"
+        self.path: Path | str = self.new_target()
         self.db = rewinddb.open(self.path)
         self.model = Model()
+
+    def new_target(self) -> Path | str:
+        """Where this run's database goes (a directory; a URL on PostgreSQL)."""
+        return self.tmp / "agent"
 
     def teardown(self) -> None:
         try:
@@ -912,6 +916,26 @@ RewindMachine.TestCase.settings = settings(
     ],
 )
 test_rewinddb_agrees_with_model = RewindMachine.TestCase
+
+
+class PostgresRewindMachine(RewindMachine):
+    """The same machine on the PostgreSQL backend (a fresh schema per example)."""
+
+    new_url: Callable[[], str] | None = None  # set by the fixture below
+
+    def new_target(self) -> Path | str:
+        assert PostgresRewindMachine.new_url is not None
+        return PostgresRewindMachine.new_url()
+
+
+PostgresRewindMachine.TestCase.settings = settings(RewindMachine.TestCase.settings, max_examples=25)
+test_rewinddb_agrees_with_model_on_postgresql = PostgresRewindMachine.TestCase
+
+
+@pytest.fixture(autouse=True)
+def _postgres_for_the_machine(request: pytest.FixtureRequest) -> None:
+    if request.cls is PostgresRewindMachine.TestCase:
+        PostgresRewindMachine.new_url = request.getfixturevalue("postgres").new_schema
 
 
 # -- regressions the machine found (each a minimal history) ----------------------------

@@ -1,0 +1,74 @@
+"""Versioned schema migrations: how a database written by an older rewinddb is brought
+up to this one's schema (``_schema.SCHEMA_VERSION``).
+
+A new database is created at the current schema directly (from the SQLModel tables). An
+older one is upgraded on ``open()`` (or by ``rewinddb migrate PATH_OR_URL``) by running,
+in order and in one write transaction, each migration above its stored version; the
+stored ``schema_version`` moves with them, so a failed migration leaves the old schema
+whole. A database opened read-only is never changed: it asks for ``rewinddb migrate``.
+
+To change the schema: change ``_schema``, bump ``SCHEMA_VERSION`` to N, and register
+``MIGRATIONS[N]``, a function that turns schema N-1 into N with portable SQL (it runs on
+SQLite and PostgreSQL alike; ``conn.dialect`` tells them apart where they must differ).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from . import _schema
+from .errors import NotADatabaseError, RewindError
+
+if TYPE_CHECKING:
+    from ._connection import Connection
+
+Migration = Callable[["Connection"], None]
+
+#: schema version N -> the migration from N-1 to N. Schema 1 is the first released one.
+MIGRATIONS: dict[int, Migration] = {}
+
+
+def stored_version(conn: Connection) -> int:
+    row = conn.fetchone("SELECT value FROM rewind_meta WHERE key = 'schema_version'")
+    if row is None:
+        raise NotADatabaseError(f"{conn.location} has no schema version: not a rewinddb database")
+    return int(row[0])
+
+
+def check_version(conn: Connection) -> int:
+    """The stored schema version; refuses one newer than this rewinddb knows."""
+    version = stored_version(conn)
+    if version > _schema.SCHEMA_VERSION:
+        raise NotADatabaseError(
+            f"{conn.location} was written by a newer rewinddb (schema {version}; this one "
+            f"knows {_schema.SCHEMA_VERSION}); upgrade rewinddb to open it"
+        )
+    return version
+
+
+def migrate(conn: Connection) -> tuple[int, int]:
+    """Bring the database up to the current schema; returns (from, to) versions."""
+    before = check_version(conn)
+    if before == _schema.SCHEMA_VERSION:
+        return before, before
+    if conn.readonly:
+        raise RewindError(
+            f"{conn.location} has schema {before}; this rewinddb needs "
+            f"{_schema.SCHEMA_VERSION}: run `rewinddb migrate {conn.location}` (or open it "
+            "writable once)",
+            code="schema.outdated",
+        )
+    with conn.write():  # one migrator at a time; the others find it done
+        current = check_version(conn)
+        for target in range(current + 1, _schema.SCHEMA_VERSION + 1):
+            step = MIGRATIONS.get(target)
+            if step is None:  # pragma: no cover - a release that forgot its migration
+                raise RewindError(
+                    f"no migration from schema {target - 1} to {target}", code="schema.outdated"
+                )
+            step(conn)
+            conn.execute(
+                "UPDATE rewind_meta SET value = ? WHERE key = 'schema_version'", (str(target),)
+            )
+    return before, _schema.SCHEMA_VERSION

@@ -1,0 +1,98 @@
+"""Versioned migrations: an older schema is upgraded on open (or by ``rewinddb migrate``),
+in one transaction, never when opened read-only, and a newer schema is refused."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import rewinddb
+from rewinddb import _migrations, _schema
+
+
+def _index_exists(db: rewinddb.Database, name: str) -> bool:
+    conn = db._engine.conn
+    if conn.dialect == "sqlite":
+        sql = "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ?"
+    else:
+        sql = (
+            "SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = ?"
+        )
+    return bool(conn.fetchone(sql, (name,))[0])
+
+
+def test_an_older_schema_is_migrated_on_open(
+    db_target: str | Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with rewinddb.open(db_target) as db:
+        db.kv.put("k", 1)
+    old = _schema.SCHEMA_VERSION
+    name = "ix_test_commits_by_branch"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_schema, "SCHEMA_VERSION", old + 1)
+        patch.setitem(
+            _migrations.MIGRATIONS,
+            old + 1,
+            lambda conn: conn.execute(
+                f"CREATE INDEX {name} ON rewind_commits (branch_id, version)"
+            ),
+        )
+        with pytest.raises(rewinddb.RewindError) as info:
+            rewinddb.open(db_target, readonly=True)
+        assert info.value.code == "schema.outdated" and "rewinddb migrate" in str(info.value)
+        with rewinddb.open(db_target) as db:
+            assert db._engine.conn.schema_migrated == (old, old + 1)
+            assert _index_exists(db, name)
+            assert db.kv.get("k") == 1
+        with rewinddb.open(db_target, readonly=True) as db:  # now up to date
+            assert db._engine.conn.schema_migrated == (old + 1, old + 1)
+
+
+def test_a_failed_migration_leaves_the_old_schema(db_target: str | Path) -> None:
+    rewinddb.open(db_target).close()
+    old = _schema.SCHEMA_VERSION
+
+    def broken(conn: object) -> None:
+        conn.execute("CREATE INDEX ix_half ON rewind_commits (branch_id)")  # type: ignore[attr-defined]
+        raise RuntimeError("the migration failed halfway")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_schema, "SCHEMA_VERSION", old + 1)
+        patch.setitem(_migrations.MIGRATIONS, old + 1, broken)
+        with pytest.raises(RuntimeError):
+            rewinddb.open(db_target)
+    with rewinddb.open(db_target) as db:
+        assert db._engine.conn.schema_migrated == (old, old)
+        assert not _index_exists(db, "ix_half")
+
+
+def test_a_newer_schema_is_refused(db_target: str | Path) -> None:
+    with rewinddb.open(db_target) as db:
+        db._engine.conn.execute(
+            "UPDATE rewind_meta SET value = ? WHERE key = 'schema_version'",
+            (str(_schema.SCHEMA_VERSION + 5),),
+        )
+    with pytest.raises(rewinddb.NotADatabaseError, match="newer rewinddb"):
+        rewinddb.open(db_target)
+
+
+def test_migrate_command(db_path: Path) -> None:
+    rewinddb.open(db_path).close()
+    result = subprocess.run(
+        [sys.executable, "-m", "rewinddb", "migrate", str(db_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"schema {_schema.SCHEMA_VERSION}, up to date" in result.stdout
+    missing = subprocess.run(
+        [sys.executable, "-m", "rewinddb", "migrate", str(db_path.parent / "nothing")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert missing.returncode == 1 and "no rewinddb database" in missing.stderr
