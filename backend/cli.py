@@ -180,12 +180,14 @@ def cmd_serve(args: argparse.Namespace) -> None:
 def cmd_demo(args: argparse.Namespace) -> None:
     from .demo import build_demo
 
-    target = Path(args.path)
-    if (target / "rewind.sqlite3").exists():
-        print(f"using the demo database already in {target}", flush=True)
-    else:
+    target = args.path
+    try:
         build_demo(target).close()
         print(f"built a demo database in {target}", flush=True)
+    except RewindError as error:
+        if error.code != "demo.exists":
+            raise
+        print(f"using the demo database already in {target}", flush=True)
     if not args.no_serve:
         _serve(target, args)
 

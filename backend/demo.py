@@ -21,14 +21,18 @@ SOURCES = ["arxiv", "wiki", "blog", "docs", "forum", "news"]
 
 
 def build_demo(path: str | os.PathLike[str]) -> Database:
-    """Create the demo database in the new (or empty) directory ``path`` and return it
-    open. Refuses a directory that already holds a database (``demo.exists``)."""
-    directory = Path(path)
-    if (directory / "rewind.sqlite3").exists():
+    """Create the demo database in the new (or empty) directory ``path`` (or at a
+    ``postgresql://`` URL with no history yet) and return it open. Refuses a database
+    that already has history (``demo.exists``)."""
+    target = path if isinstance(path, str) and "://" in path else Path(path)
+    if isinstance(target, Path) and (target / "rewind.sqlite3").exists():
         raise RewindError(
-            f"{directory} already holds a database; give a new directory", code="demo.exists"
+            f"{target} already holds a database; give a new directory", code="demo.exists"
         )
-    db = open_database(directory)
+    db = open_database(target)
+    if db.version:
+        db.close()
+        raise RewindError(f"{db.path} already has history", code="demo.exists")
     try:
         _portfolio_attempts(db)
         _research_run(db)

@@ -436,3 +436,21 @@ def test_a_failed_import_inside_a_transaction_forgets_its_branches(
                 target.import_jsonl([*exported[:-8], b'{"type":"mystery"}\n'])
             target.import_jsonl(exported)
         assert "run" in target.branches and target.at("run").events.verify().ok
+
+
+def test_history_moves_between_sqlite_and_postgresql(tmp_path: Path, postgres_url: str) -> None:
+    """Export from SQLite, import into PostgreSQL, export again, import into SQLite: the
+    same answers and the same hashes everywhere."""
+    with rewinddb.open(tmp_path / "a") as db:
+        _build(db)
+        data = _export(db)
+        before = _answers(db)
+    with rewinddb.open(postgres_url) as server:
+        server.import_jsonl(io.BytesIO(data))
+        assert _answers(server) == before
+        again = _export(server)
+    with rewinddb.open(tmp_path / "b") as copy:
+        copy.import_jsonl(io.BytesIO(again))
+        assert _answers(copy) == before
+        for branch in copy.branches.list():
+            assert copy.at(branch.name).events.verify().ok

@@ -176,3 +176,16 @@ def test_openapi_describes_the_json_api(client: TestClient) -> None:
     assert "/api/branches/{branch}/events/{sequence}" in paths
     assert "/api/compare" in paths
     assert all(path.startswith("/api/") for path in paths)
+
+
+def test_the_explorer_serves_a_postgresql_database(postgres_url: str) -> None:
+    from rewinddb.demo import build_demo
+    from rewinddb.web import create_app
+
+    build_demo(postgres_url).close()
+    with TestClient(create_app(postgres_url)) as client:
+        assert client.app.state.db.readonly  # type: ignore[attr-defined]
+        assert "research-retry-2" in client.get("/").text
+        detail = client.get("/branches/research/events/6.json").json()
+        assert "$.sources[2]" in {c["path"] for c in detail["diff"]["changes"]}
+        assert client.get("/branches/research", params={"q": "fund-08"}).status_code == 200
