@@ -164,12 +164,13 @@ class RewindSaver(BaseCheckpointSaver[str]):
         entry = self.index.get(_names.checkpoint_key(thread_id, checkpoint_ns, checkpoint_id))
         if entry is None:
             return None
-        view = self.db.at(entry["read"])
-        stored = view.kv.get(_names.CHECKPOINT_KEY, as_of=entry["version"])
+        # The checkpoint record and every channel, in one read of the branch's keys.
+        stored_keys = self.db.at(entry["read"]).kv.items(as_of=entry["version"])
+        stored = stored_keys[_names.CHECKPOINT_KEY]
         checkpoint: Checkpoint = load_typed(self.serde, stored["checkpoint"])
         values: dict[str, Any] = {}
         for channel, version in checkpoint["channel_versions"].items():
-            blob = view.kv.get(_names.channel_key(channel), as_of=entry["version"])
+            blob = stored_keys.get(_names.channel_key(channel))
             if blob is not None and blob["version"] == version:
                 values[channel] = self._decoder.channel(blob)
         parent = entry["parent"]
