@@ -36,6 +36,7 @@ KNOWN_BYTES = 64 * 1024 * 1024
 
 Path = tuple[str, ...]
 Ref = tuple[Path, int, int]  # (object path, array id, length)
+Shared = tuple[Path, list[Any], bytes]  # (object path, items, their encoding as an array)
 
 
 def _prefix_hashes(items: list[bytes], previous: bytes = b"") -> list[bytes]:
@@ -97,22 +98,35 @@ class SharedArrays:
 
     # -- encoding ----------------------------------------------------------------
 
-    def encode(
-        self, value: Any, body: bytes, previous_refs: list[Ref] | None
-    ) -> tuple[bytes, bytes | None]:
-        """Return the (body, refs) to store for ``value`` whose full encoding is ``body``."""
-        if len(body) < MIN_SPLIT_BYTES:
-            return body, None
+    def plan(self, value: Any) -> tuple[bytes | None, list[Shared]]:
+        """(encoding of ``value`` whole, or None if it is not needed; the arrays to store
+        as shared arrays, each with its encoding). Values that encode to fewer than
+        ``MIN_SPLIT_BYTES`` are never split; arrays whose items are too few or too small
+        stay inline."""
         arrays: list[tuple[Path, list[Any]]] = []
         _find_arrays(value, (), arrays)
+        shared: list[Shared] = []
+        for path, items in arrays:
+            if len(items) < 2:
+                continue
+            whole = dumps(items)
+            # The items' bytes without brackets and commas.
+            if len(whole) - 1 - len(items) >= MIN_SHARED_BYTES:
+                shared.append((path, items, whole))
+        if sum(len(whole) for _, _, whole in shared) >= MIN_SPLIT_BYTES:
+            return None, shared  # the whole encoding is longer still: not needed
+        body = dumps(value)
+        return body, shared if len(body) >= MIN_SPLIT_BYTES else []
+
+    def encode(
+        self, value: Any, shared: list[Shared], previous_refs: list[Ref] | None
+    ) -> tuple[bytes, bytes]:
+        """The (body, refs) to store for ``value`` with its arrays ``shared`` (from
+        :meth:`plan`) stored as shared arrays."""
         previous = {tuple(p): (seq, length) for p, seq, length in previous_refs or ()}
         refs: list[Ref] = []
         skeleton = value
-        for path, items in arrays:
-            whole = dumps(items)
-            # The items' bytes without brackets and commas.
-            if len(items) < 2 or len(whole) - 1 - len(items) < MIN_SHARED_BYTES:
-                continue
+        for path, items, whole in shared:
             stored = self._store_grown(items, whole, previous.get(path))
             if stored is None:
                 encoded = [dumps(item) for item in items]
@@ -122,8 +136,6 @@ class SharedArrays:
                 seq, length = stored
             refs.append((path, seq, length))
             skeleton = _replace(skeleton, path, None)
-        if not refs:
-            return body, None
         return dumps(skeleton), dumps([[list(p), s, n] for p, s, n in refs])
 
     def _store_grown(

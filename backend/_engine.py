@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Union
 
-from ._arrays import MIN_SPLIT_BYTES, SharedArrays
+from ._arrays import SharedArrays
 from ._connection import Connection
-from ._values import dumps, validate
+from ._values import validate
 from .errors import (
     BranchNotFound,
     HistoryUnavailableError,
@@ -442,13 +442,16 @@ class Engine:
             if not validated:
                 validate(value, allow_bytes=False)
             kind, refs = KIND_JSON, None
-            body = dumps(value)
-            if len(body) >= MIN_SPLIT_BYTES:
+            whole, shared = self.arrays.plan(value)
+            if shared:
                 previous = self.read_entry(context.branch, self.clock(), space, key)
                 previous_refs = None
                 if previous is not None and previous[2] is not None:
                     previous_refs = self.arrays.refs_of(bytes(previous[2]))
-                body, refs = self.arrays.encode(value, body, previous_refs)
+                body, refs = self.arrays.encode(value, shared, previous_refs)
+            else:
+                assert whole is not None
+                body = whole
         version = context.commit()
         slot = (space, key)
         if slot in context.written:
