@@ -16,7 +16,8 @@ remembers the encoding of the arrays it wrote last (bounded, see ``KNOWN_BYTES``
 array's first ``n`` items never change once written, so that memory is keyed by (array,
 length) and never goes stale; it is dropped when a transaction rolls back, because then
 array ids are reused. The new list is encoded whole (one orjson call) and compared with
-the remembered prefix; only the appended items are encoded and hashed one by one.
+the remembered prefix; only the appended items are encoded and hashed one by one. Reading
+an array exactly as this process last wrote it decodes the remembered encoding.
 """
 
 from __future__ import annotations
@@ -254,6 +255,10 @@ class SharedArrays:
         return value
 
     def _read(self, seq: int, length: int) -> list[Any]:
+        known = self._known.get((seq, length))
+        if known is not None:  # the array as this process last wrote it
+            remembered: list[Any] = loads(known[0] + b"]")
+            return remembered
         parts: list[bytes] = []
         end = length
         while end > 0:

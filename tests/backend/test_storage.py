@@ -163,3 +163,20 @@ def test_a_list_regrown_differently_on_another_branch_while_remembered(
     db.json.set("chat", "$", [*base, _item(200), _item(201)])
     assert db.json.get("chat") == [*base, _item(200), _item(201)]
     assert db.at("other").json.get("chat") == [*base, _item(100), _item(101)]
+
+
+def test_reads_agree_with_another_connection(db: rewinddb.Database) -> None:
+    items = [_item(i) for i in range(20)]
+    versions = []
+    for i in range(20, 25):
+        items.append(_item(i))
+        versions.append(db.kv.put("state", {"messages": items, "n": i}))
+    with rewinddb.open(db.path) as other:  # reads the stored rows, remembers nothing
+        for version in versions:
+            assert db.kv.get("state", as_of=version) == other.kv.get("state", as_of=version)
+        assert other.kv.get("state") == db.kv.get("state") == {"messages": items, "n": 24}
+        other.kv.put("state", {"messages": [*items, _item(99)], "n": 25})
+        assert db.kv.get("state") == {"messages": [*items, _item(99)], "n": 25}
+    items.append(_item(25))
+    db.kv.put("state", {"messages": items, "n": 26})  # grown differently than `other` did
+    assert db.kv.get("state") == {"messages": items, "n": 26}
