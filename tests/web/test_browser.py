@@ -1,0 +1,745 @@
+"""The web explorer in a real browser: Debian's headless Chromium driven by Playwright
+against ``rewinddb serve`` running as its own process.
+
+Covers what only a browser can show: the Plotly graph draws and its dots are clickable,
+htmx swaps the event detail in (click, ``j`` / ``k``, push-url, back), picking two dots
+opens the compare page, new events appear live while the page is open, and hostile
+agent state stays text (no script runs, with or without the Content-Security-Policy).
+
+Each page is screenshotted: to ``tmp_path``, or to ``$REWINDDB_SCREENSHOTS`` when set
+(``REWINDDB_SCREENSHOTS=docs/web`` makes the README's pictures).
+
+Chromium comes from Debian (``apt-get install -y chromium``, see ``.ci/run``), never from
+``playwright install``. Without it these tests fail: they do not skip.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import pytest
+from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
+
+import rewinddb
+from rewinddb.demo import build_demo
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-sync",
+]
+VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
+#: How long a page may take to show what it should (a fresh server's first Plotly load
+#: included); each live-update check below uses its own, tighter limit.
+TIMEOUT = 10_000
+DEMO_BRANCHES = [
+    "default",
+    "run-1",
+    "run-2",
+    "run-3",
+    "research",
+    "research-retry",
+    "research-retry-2",
+]
+
+
+# --- the server under test ------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def serve(path: Path, log: Path) -> Iterator[str]:
+    """``rewinddb serve path`` as a real process; yields its base URL once it answers."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rewinddb", "serve", str(path), "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                pytest.fail(
+                    f"rewinddb serve exited with {process.returncode}:\n{log.read_text()}",
+                    pytrace=False,
+                )
+            try:
+                with urllib.request.urlopen(f"{base}/.json", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"rewinddb serve did not answer in 30 s:\n{log.read_text()}")
+            time.sleep(0.05)
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("browser") / "demo"
+    build_demo(path).close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def demo_server(demo_db: Path) -> Iterator[str]:
+    """The explorer on the demo database, shared by the tests that only read it."""
+    with serve(demo_db, demo_db.parent / "server.log") as base:
+        yield base
+
+
+@dataclass
+class Scratch:
+    path: Path
+    base: str
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scratch]:
+    """A small database that tests may write to, and the explorer on it."""
+    path = tmp_path_factory.mktemp("scratch") / "db"
+    with rewinddb.open(path) as db:
+        db.events.append("run.start", {"n": 0})
+    with serve(path, path.parent / "server.log") as base:
+        yield Scratch(path, base)
+
+
+# --- the browser ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(
+            f"{CHROMIUM} is missing: install Debian's browser with "
+            "`apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium` "
+            "(never `playwright install`); .ci/run does this",
+            pytrace=False,
+        )
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@dataclass
+class Tab:
+    """A page plus what went wrong in it: uncaught errors, console errors (a blocked
+    script or a Content-Security-Policy violation shows there) and dialogs."""
+
+    page: Page
+    errors: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+    def expect_http_error(self) -> None:
+        """The page just loaded was an error page on purpose: forget the console's
+        "Failed to load resource" line about it."""
+        self.errors[:] = [e for e in self.errors if "Failed to load resource" not in e]
+
+    def assert_clean(self) -> None:
+        assert self.dialogs == [], f"a dialog opened (a script ran): {self.dialogs}"
+        assert self.errors == [], f"errors in the page: {self.errors}"
+
+
+def open_tab(browser: Browser, **context_options: Any) -> Tab:
+    context = browser.new_context(viewport=VIEWPORT, **context_options)
+    context.set_default_timeout(TIMEOUT)
+    page = context.new_page()
+    tab = Tab(page)
+    page.on("pageerror", lambda error: tab.errors.append(f"pageerror: {error}"))
+    page.on(
+        "console",
+        lambda message: (
+            tab.errors.append(f"console.{message.type}: {message.text}")
+            if message.type in ("error", "warning")
+            else None
+        ),
+    )
+
+    def on_dialog(dialog: Any) -> None:
+        tab.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+    return tab
+
+
+@pytest.fixture
+def tab(chromium: Browser) -> Iterator[Tab]:
+    tab = open_tab(chromium)
+    yield tab
+    tab.page.context.close()
+
+
+@pytest.fixture
+def shots(tmp_path: Path) -> Path:
+    """Where screenshots go: ``$REWINDDB_SCREENSHOTS`` if set, else the test's tmp_path."""
+    target = os.environ.get("REWINDDB_SCREENSHOTS")
+    directory = Path(target) if target else tmp_path / "screenshots"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+# --- the graph ------------------------------------------------------------------------
+
+DOTS = ".scatterlayer .trace:last-child .point"
+
+
+@dataclass
+class Dot:
+    index: int
+    x: float
+    y: float
+    url: str
+    point: str  # BRANCH@VERSION
+    branch: str
+    sequence: int | None
+    version: int
+
+    @property
+    def label(self) -> str:
+        """How its hover label starts (rewinddb.plotting.hover_text)."""
+        tail = "" if self.sequence is None else f" #{self.sequence}"
+        return f"{self.branch} v{self.version}{tail}"
+
+
+def graph_dots(page: Page) -> list[Dot]:
+    """The graph's dots with their screen centres, and where each leads.
+
+    Read from the figure Plotly actually drew (``#graph``'s ``data``): the dots are its
+    last trace, each dot's ``customdata`` is ``[its page, "BRANCH@VERSION"]``, and Plotly
+    draws the dots in data order, so the n-th ``.point`` is the n-th data point."""
+    expect(page.locator("#graph .main-svg").first).to_be_visible()
+    expect(page.locator(DOTS).first).to_be_attached()
+    custom = page.eval_on_selector("#graph", "graph => graph.data.at(-1).customdata")
+    centres = page.eval_on_selector_all(
+        DOTS,
+        """dots => dots.map(dot => {
+            const box = dot.getBoundingClientRect();
+            return [box.x + box.width / 2, box.y + box.height / 2];
+        })""",
+    )
+    assert len(centres) == len(custom), (len(centres), len(custom))
+    dots = []
+    for index, ((x, y), (url, point)) in enumerate(zip(centres, custom, strict=True)):
+        branch, _, version = point.rpartition("@")
+        event = re.search(r"/events/(\d+)$", url)
+        sequence = int(event.group(1)) if event else None
+        dots.append(Dot(index, x, y, url, point, branch, sequence, int(version)))
+    return dots
+
+
+def clickable(dots: list[Dot]) -> list[Dot]:
+    """Event dots with no other dot within 12 px (a click there can only mean them)."""
+    return [
+        dot
+        for dot in dots
+        if dot.sequence is not None
+        and all(math.hypot(dot.x - o.x, dot.y - o.y) > 12 for o in dots if o is not dot)
+    ]
+
+
+def hover_dot(page: Page, dot: Dot) -> None:
+    """Point at ``dot`` and wait for its hover label.
+
+    Plotly's drag layer lies over the dots and turns pointer events on it into hover and
+    click events, so this moves the mouse to the screen position, as a user would, not
+    onto the <path> element. Plotly throttles hover (50 ms) and a click reports the
+    last hovered point, so a click must wait until the label shows this dot."""
+    page.mouse.move(dot.x, dot.y)
+    expect(page.locator(".hoverlayer .hovertext").first).to_contain_text(dot.label)
+
+
+#: When the last dot click happened (time.monotonic()).
+_last_click = [0.0]
+
+
+def click_dot(page: Page, dot: Dot) -> None:
+    """Click ``dot`` as a user would. Plotly counts a second click within its
+    ``doubleClickDelay`` (500 ms by default) as a double click, which resets the zoom
+    instead of picking, so a second click waits that long after the first."""
+    hover_dot(page, dot)
+    delay_ms = page.eval_on_selector(
+        "#graph",
+        "graph => (graph._context && graph._context.doubleClickDelay)"
+        " || Plotly.PlotSchema.get().config.doubleClickDelay.dflt",
+    )
+    wait = _last_click[0] + delay_ms / 1000 + 0.1 - time.monotonic()
+    if wait > 0:
+        page.wait_for_timeout(wait * 1000)
+    page.mouse.click(dot.x, dot.y)
+    _last_click[0] = time.monotonic()
+
+
+# --- 1. the overview ------------------------------------------------------------------
+
+
+def test_overview_draws_the_graph_and_a_dot_opens_its_event(
+    tab: Tab, demo_server: str, shots: Path
+) -> None:
+    page = tab.page
+    response = page.goto(demo_server + "/")
+    assert response is not None and response.ok
+    expect(page.locator("#graph .main-svg").first).to_be_visible()
+    names = page.locator("table.branches tbody tr td:first-child a")
+    expect(names).to_have_text(DEMO_BRANCHES)
+    dots = graph_dots(page)
+    assert {dot.branch for dot in dots} == set(DEMO_BRANCHES)
+    page.screenshot(path=shots / "overview.png")
+
+    target = next(dot for dot in clickable(dots) if dot.branch == "research-retry")
+    click_dot(page, target)
+    expect(page).to_have_url(demo_server + target.url)
+    expect(
+        page.locator(f'#detail .event-detail[data-sequence="{target.sequence}"]')
+    ).to_be_visible()
+    expect(page.locator("h1")).to_contain_text("research-retry")
+    tab.assert_clean()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="known bug: rewinddb.plotting.hover_text escapes with html.escape(quote=True) "
+    "and Plotly does not decode &quot;, so every JSON summary shows &quot; in its label",
+)
+def test_hover_label_shows_the_summary_as_written(tab: Tab, demo_server: str) -> None:
+    page = tab.page
+    page.goto(demo_server + "/")
+    dot = next(d for d in clickable(graph_dots(page)) if d.branch == "run-1" and d.sequence == 0)
+    hover_dot(page, dot)
+    label = page.locator(".hoverlayer .hovertext").first.text_content() or ""
+    assert '"tool"' in label and "&quot;" not in label, label
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="known bug: since the page draws rewinddb.plotting.figure_dict (plain data, no "
+    "plotly template, so no y-axis automargin) with a 10 px left margin, the lane labels "
+    "are cut off at the graph's left edge",
+)
+def test_lane_labels_are_not_clipped(tab: Tab, demo_server: str) -> None:
+    page = tab.page
+    page.goto(demo_server + "/")
+    labels = page.locator("#graph .yaxislayer-above .ytick text")
+    expect(labels).to_have_text(DEMO_BRANCHES)
+    graph = page.locator("#graph").bounding_box()
+    assert graph is not None
+    lefts = labels.evaluate_all("texts => texts.map(t => t.getBoundingClientRect().left)")
+    assert min(lefts) >= graph["x"], (graph["x"], lefts)
+
+
+# --- 2. the branch page: click, j / k, push-url, back ---------------------------------
+
+
+def test_branch_page_click_and_keys_swap_the_event_detail(
+    tab: Tab, demo_server: str, shots: Path
+) -> None:
+    page = tab.page
+    page.goto(demo_server + "/branches/research")
+    expect(page.locator("#timeline a.event-row")).to_have_count(37)
+    expect(page.locator("#detail .event-detail")).to_have_count(0)
+
+    page.locator("#event-5").click()
+    detail = page.locator('#detail .event-detail[data-sequence="5"]')
+    expect(detail).to_be_visible()
+    expect(detail.locator("h2")).to_contain_text("tool.call")
+    diff = page.locator("#diff table.diff")
+    expect(diff).to_be_visible()
+    # Event 5 is step 1's search: it added $.sources[1] to the notebook document.
+    expect(diff).to_contain_text("$.sources[1]")
+    expect(page).to_have_url(demo_server + "/branches/research/events/5")
+    expect(page.locator("#event-5")).to_have_class(re.compile(r"\bselected\b"))
+    diff_of_5 = diff.inner_text()
+    page.screenshot(path=shots / "branch.png")
+
+    page.keyboard.press("j")
+    expect(page.locator('#detail .event-detail[data-sequence="6"]')).to_be_visible()
+    expect(page).to_have_url(demo_server + "/branches/research/events/6")
+    expect(page.locator("#event-6")).to_have_class(re.compile(r"\bselected\b"))
+    expect(page.locator("#event-5")).not_to_have_class(re.compile(r"\bselected\b"))
+    expect(page.locator("#diff table.diff")).not_to_have_text(diff_of_5)
+    expect(page.locator("#diff table.diff")).to_contain_text("$.sources[2]")
+
+    page.keyboard.press("k")
+    expect(page.locator('#detail .event-detail[data-sequence="5"]')).to_be_visible()
+    expect(page).to_have_url(demo_server + "/branches/research/events/5")
+
+    # The pushed URLs are real history entries: back restores the previous event.
+    page.go_back()
+    expect(page).to_have_url(demo_server + "/branches/research/events/6")
+    expect(page.locator('#detail .event-detail[data-sequence="6"]')).to_be_visible()
+    expect(page.locator("#timeline a.event-row")).to_have_count(37)
+
+    # A pushed URL is a permalink: loaded on its own it gives the whole page.
+    page.goto(demo_server + "/branches/research/events/6")
+    expect(page.locator("h1")).to_contain_text("research")
+    expect(page.locator('#detail .event-detail[data-sequence="6"]')).to_be_visible()
+    expect(page.locator("#event-6")).to_have_class(re.compile(r"\bselected\b"))
+    tab.assert_clean()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="known bug: the event URL htmx pushed answers its fragment to htmx and the "
+    "whole page otherwise, without Vary: HX-Request or Cache-Control: no-store, so going "
+    "back to it from another page shows the cached bare fragment",
+)
+def test_back_to_a_pushed_event_url_shows_the_whole_page(tab: Tab, demo_server: str) -> None:
+    page = tab.page
+    page.goto(demo_server + "/branches/research")
+    page.locator("#event-5").click()
+    expect(page).to_have_url(demo_server + "/branches/research/events/5")
+    page.locator("header nav").get_by_role("link", name="compare").click()
+    expect(page).to_have_url(demo_server + "/compare")
+    page.go_back()
+    expect(page).to_have_url(demo_server + "/branches/research/events/5")
+    expect(page.locator("#timeline a.event-row")).to_have_count(37, timeout=2_000)
+    expect(page.locator('#detail .event-detail[data-sequence="5"]')).to_be_visible()
+
+
+# --- 3. compare two dots --------------------------------------------------------------
+
+
+def test_picking_two_dots_opens_the_compare_page(tab: Tab, demo_server: str, shots: Path) -> None:
+    page = tab.page
+    page.goto(demo_server + "/")
+    dots = clickable(graph_dots(page))
+    first = max((d for d in dots if d.branch == "research"), key=lambda d: d.index)
+    second = max((d for d in dots if d.branch == "research-retry-2"), key=lambda d: d.index)
+
+    page.locator("#compare-mode").check()
+    click_dot(page, first)
+    expect(page.locator("#compare-picks")).to_have_text(first.point)
+    expect(page).to_have_url(demo_server + "/")  # one pick does not navigate
+    click_dot(page, second)
+    expect(page).to_have_url(re.compile(r"/compare\?a=.+&b=.+"))
+    assert parse_qs(urlsplit(page.url).query) == {"a": [first.point], "b": [second.point]}
+
+    expect(page.locator("h1")).to_have_text("Compare two points")
+    logs = page.locator("section.compare-log")
+    expect(logs).to_have_count(2)
+    expect(logs.nth(0).locator("h3")).to_have_text(f"a: {first.point}")
+    expect(logs.nth(1).locator("h3")).to_have_text(f"b: {second.point}")
+    expect(logs.nth(0).locator("li").first).to_be_visible()
+    expect(logs.nth(1).locator(".first-divergent")).to_have_count(1)
+    expect(page.locator("table.diff")).to_be_visible()
+    # research-retry-2 wrote its own draft; the diff shows it.
+    expect(page.locator("table.diff")).to_contain_text("Lowest fees: FUND-08")
+    page.screenshot(path=shots / "compare.png")
+    tab.assert_clean()
+
+
+# --- the key history page -------------------------------------------------------------
+
+
+def test_key_history_page_lists_the_versions(tab: Tab, demo_server: str, shots: Path) -> None:
+    page = tab.page
+    page.goto(demo_server + "/branches/research/keys/notebook?space=json")
+    expect(page.locator("h1")).to_contain_text("notebook")
+    versions = page.locator("li.key-version")
+    expect(versions.first).to_be_visible()
+    assert versions.count() > 10  # one per step that touched the notebook
+    expect(versions.first.locator("table.diff")).to_be_visible()
+    page.screenshot(path=shots / "key.png")
+    tab.assert_clean()
+
+
+# --- 4. live updates ------------------------------------------------------------------
+
+
+def test_new_events_appear_without_a_reload(chromium: Browser, tmp_path: Path) -> None:
+    path = tmp_path / "live"
+    build_demo(path).close()
+    with serve(path, tmp_path / "server.log") as base:
+        tab = open_tab(chromium)
+        page = tab.page
+        try:
+            page.goto(base + "/branches/research")
+            rows = page.locator("#timeline a.event-row")
+            expect(rows).to_have_count(37)
+            page.evaluate("window.__notReloaded = true")
+
+            # The server has its own connection; this one writes as an agent would.
+            with rewinddb.open(path) as writer:
+                research = writer.at("research")
+                research.events.append("live.ping", {"n": 1})
+                research.events.append("live.ping", {"n": 2})
+                expect(rows).to_have_count(39, timeout=2_000)
+                expect(page.locator("#event-38")).to_contain_text("live.ping")
+                expect(page.locator("#event-38")).to_contain_text('"n":2')
+                # Polling goes on after a swap: a later event shows up too.
+                research.events.append("live.ping", {"n": 3})
+                expect(rows).to_have_count(40, timeout=2_000)
+                expect(page.locator("#event-39")).to_contain_text('"n":3')
+                assert page.evaluate("window.__notReloaded") is True
+
+                # The new row is a row like any other.
+                page.locator("#event-39").click()
+                expect(page.locator('#detail .event-detail[data-sequence="39"]')).to_be_visible()
+
+                # The overview polls too (every 2 s): the table and the graph follow.
+                page.goto(base + "/")
+                expect(page.locator("#graph .main-svg").first).to_be_visible()
+                research_row = page.locator("table.branches tbody tr").filter(
+                    has=page.get_by_role("link", name="research", exact=True)
+                )
+                expect(research_row.locator("td").nth(4)).to_have_text("40")
+                writer.branches.fork("research", "live-fork")
+                writer.at("live-fork").events.append("live.ping", {"n": 4})
+                names = page.locator("table.branches tbody tr td:first-child a")
+                expect(names).to_have_text([*DEMO_BRANCHES, "live-fork"], timeout=3_500)
+                expect(research_row.locator("td").nth(4)).to_have_text("40")
+                live_row = page.locator("table.branches tbody tr").filter(
+                    has=page.get_by_role("link", name="live-fork", exact=True)
+                )
+                expect(live_row.locator("td").nth(4)).to_have_text("41")
+            tab.assert_clean()
+        finally:
+            page.context.close()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="known bug: htmx (allowScriptTags: false) drops every <script> of a swapped "
+    "fragment, the JSON one holding the figure included, so the overview's graph is "
+    "empty after its first live update",
+)
+def test_overview_graph_survives_a_live_update(chromium: Browser, scratch: Scratch) -> None:
+    tab = open_tab(chromium)
+    page = tab.page
+    try:
+        page.goto(scratch.base + "/")
+        dots = len(graph_dots(page))
+        with rewinddb.open(scratch.path) as writer:
+            writer.events.append("run.step", {"n": dots})
+            version = writer.version
+        expect(page.locator("#overview")).to_contain_text(f"version {version}", timeout=3_500)
+        expect(page.locator(DOTS)).to_have_count(dots + 1, timeout=1_000)
+    finally:
+        page.context.close()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="known bug: forking does not change db.version, and the overview's poll "
+    "(/fragments/overview?since=VERSION) answers 204 while the version is unchanged, "
+    "so a new branch shows only after the next write",
+)
+def test_overview_shows_a_new_branch_before_any_write(chromium: Browser, scratch: Scratch) -> None:
+    tab = open_tab(chromium)
+    try:
+        tab.page.goto(scratch.base + "/")
+        names = tab.page.locator("table.branches tbody tr td:first-child a")
+        expect(names.first).to_have_text("default")
+        before = names.all_inner_texts()
+        with rewinddb.open(scratch.path) as writer:
+            writer.branches.fork("default", "attempt-2")
+        expect(names).to_have_text([*before, "attempt-2"], timeout=3_000)
+    finally:
+        tab.page.context.close()
+
+
+# --- 5. hostile state in a real browser -----------------------------------------------
+
+SCRIPT = "<script>window.__pwned='script';alert('script')</script>"
+ATTRIBUTE = "\"><img src=x onerror=\"window.__pwned='img';alert('img')\">"
+SINGLE = "'><svg onload=\"window.__pwned='svg';alert('svg')\">"
+CLOSE = "</script><script>window.__pwned='close';alert('close')</script>"
+HTMX = '<div hx-get="/" hx-trigger="load" hx-on::load="alert(\'htmx\')">x</div>'
+TEMPLATE = "{{ 7 * 7 }}{% raw %}"
+EVIL_BRANCH = f"b{ATTRIBUTE}"
+EVIL_KEY = f"k{SCRIPT}"
+EVIL_TYPE = f"t{SINGLE}"
+EVIL_DOC = f"d{ATTRIBUTE}"
+EVIL_PAYLOAD = {
+    "script": SCRIPT,
+    "attribute": ATTRIBUTE,
+    "single": SINGLE,
+    "close": CLOSE,
+    "htmx": HTMX,
+    "template": TEMPLATE,
+    ATTRIBUTE: "a hostile key",
+}
+
+
+def build_evil(path: Path) -> dict[str, int]:
+    """A database whose names, keys, types, triggers and values are all attacks."""
+    with rewinddb.open(path) as db:
+        db.kv.put("plain", 1)
+        base = db.version
+        db.branches.fork("default", EVIL_BRANCH)
+        view = db.at(EVIL_BRANCH)
+        with view.transaction(trigger=CLOSE):
+            view.events.append(EVIL_TYPE, EVIL_PAYLOAD)
+            view.kv.put(EVIL_KEY, EVIL_PAYLOAD)
+            view.json.set(EVIL_DOC, "$", {ATTRIBUTE: [SCRIPT, HTMX]})
+        view.state.set(SINGLE, TEMPLATE, trigger=ATTRIBUTE)
+        view.kv.put(EVIL_KEY, {"again": CLOSE})
+        view.events.append(HTMX, {"text": TEMPLATE})
+        return {"base": base, "head": db.version}
+
+
+def tilde(text: str) -> str:
+    """The explorer's URL encoding of a name (the same rule as rewinddb.web.urls)."""
+    safe = set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+    return "".join(chr(b) if b in safe else f"~{b:02X}" for b in text.encode("utf-8"))
+
+
+def assert_inert(tab: Tab, where: str) -> None:
+    page = tab.page
+    assert page.evaluate("window.__pwned === undefined"), f"a payload ran on {where}"
+    injected = page.locator(
+        "img[src='x'], svg[onload], [onerror], [onload], [hx-on\\:\\:load], script:not([src])"
+        ":not([type='application/json'])"
+    )
+    assert injected.count() == 0, f"markup was injected on {where}"
+    assert page.locator("div[hx-trigger='load']").count() == 0, where
+    tab.assert_clean()
+
+
+def visit_evil_pages(tab: Tab, base: str, versions: dict[str, int]) -> None:
+    page = tab.page
+    branch = tilde(EVIL_BRANCH)
+    payload_text = json.dumps(ATTRIBUTE)  # values are shown as JSON text
+
+    response = page.goto(base + "/")
+    assert response is not None
+    policy = {}
+    for directive in response.headers.get("content-security-policy", "").split(";"):
+        name, _, value = directive.strip().partition(" ")
+        policy[name] = value
+    assert policy.get("script-src") == "'self'", policy
+    assert policy.get("object-src") == "'none'", policy
+    expect(page.locator("#graph .main-svg").first).to_be_visible()
+    expect(page.locator("table.branches")).to_contain_text(EVIL_BRANCH)
+    # Hovering a dot of the hostile branch draws its name into Plotly's hover label.
+    dot = next(d for d in graph_dots(page) if d.branch == EVIL_BRANCH and d.sequence == 0)
+    page.mouse.move(dot.x, dot.y)
+    expect(page.locator(".hoverlayer .hovertext").first).to_contain_text(f"v{dot.version} #0")
+    assert_inert(tab, "the overview")
+
+    response = page.goto(f"{base}/branches/{branch}")
+    assert response is not None and response.ok
+    assert "content-security-policy" in response.headers
+    expect(page.locator("h1")).to_have_text(f"Branch {EVIL_BRANCH}")
+    expect(page.locator("#timeline")).to_contain_text(EVIL_TYPE)
+    expect(page.locator("#timeline")).to_contain_text(HTMX)
+    expect(page.locator("#timeline")).to_contain_text(json.dumps(TEMPLATE))
+    assert_inert(tab, "the branch page")
+
+    # The event detail, swapped in by htmx.
+    with page.expect_response(re.compile(r"/events/0$")) as fragment:
+        page.locator("#event-0").click()
+    assert "content-security-policy" in fragment.value.headers
+    detail = page.locator('#detail .event-detail[data-sequence="0"]')
+    expect(detail).to_be_visible()
+    expect(detail.locator("h2")).to_contain_text(EVIL_TYPE)
+    expect(detail).to_contain_text(payload_text)
+    expect(detail).to_contain_text(json.dumps(CLOSE))
+    expect(detail).to_contain_text(EVIL_KEY)
+    expect(page.locator("#diff")).to_contain_text(EVIL_DOC)
+    # Open every collapsed tree so the nested values render too.
+    page.eval_on_selector_all("#detail details", "nodes => nodes.forEach(n => n.open = true)")
+    expect(detail).to_contain_text(json.dumps(HTMX))
+    assert_inert(tab, "the event fragment")
+
+    # The same event as a full page (its permalink), and the htmx-swapped second event.
+    page.goto(f"{base}/branches/{branch}/events/1")
+    expect(page.locator('#detail .event-detail[data-sequence="1"] h2')).to_contain_text(HTMX)
+    page.keyboard.press("k")
+    expect(page.locator('#detail .event-detail[data-sequence="0"]')).to_be_visible()
+    assert_inert(tab, "the event page")
+
+    response = page.goto(f"{base}/branches/{branch}/keys/{tilde(EVIL_KEY)}?space=kv")
+    assert response is not None and response.ok
+    expect(page.locator("h1")).to_have_text(f"kv key {EVIL_KEY}")
+    expect(page.locator("main")).to_contain_text(EVIL_BRANCH)
+    expect(page.locator("main")).to_contain_text(json.dumps(CLOSE))
+    expect(page.locator("main")).to_contain_text(CLOSE)  # the commit's trigger
+    assert_inert(tab, "the key page")
+
+    response = page.goto(f"{base}/branches/{branch}/keys/{tilde(SINGLE)}?space=state")
+    assert response is not None and response.ok
+    expect(page.locator("main")).to_contain_text(ATTRIBUTE)  # the transition's trigger
+    assert_inert(tab, "the state key page")
+
+    a = f"{EVIL_BRANCH}@{versions['head']}"
+    b = f"default@{versions['base']}"
+    response = page.goto(f"{base}/compare?" + urlencode({"a": a, "b": b}))
+    assert response is not None and response.ok
+    expect(page.locator("section.compare-log").nth(0).locator("h3")).to_have_text(f"a: {a}")
+    expect(page.locator("input[name=a]")).to_have_value(a)
+    expect(page.locator("table.diff")).to_contain_text(EVIL_KEY)
+    assert_inert(tab, "the compare page")
+
+    # Error pages echo what was asked for.
+    missing = f"no{SCRIPT}"
+    response = page.goto(f"{base}/branches/{tilde(missing)}")
+    assert response is not None and response.status == 404
+    tab.expect_http_error()
+    expect(page.locator("main")).to_contain_text(missing)
+    assert_inert(tab, "the 404 page")
+    response = page.goto(f"{base}/compare?" + urlencode({"a": ATTRIBUTE, "b": b}))
+    assert response is not None and response.status in (404, 422)
+    tab.expect_http_error()
+    expect(page.locator("main")).to_contain_text("><img src=x onerror=")
+    assert_inert(tab, "the compare error page")
+
+
+def test_hostile_state_stays_text(chromium: Browser, tmp_path: Path) -> None:
+    path = tmp_path / "evil"
+    versions = build_evil(path)
+    with serve(path, tmp_path / "server.log") as base:
+        # As served, and again with the Content-Security-Policy switched off: escaping
+        # alone must keep every payload inert, the policy is only the second wall.
+        for options in ({}, {"bypass_csp": True}):
+            tab = open_tab(chromium, **options)
+            try:
+                visit_evil_pages(tab, base, versions)
+            finally:
+                tab.page.context.close()
