@@ -130,30 +130,31 @@ class WriteContext:
     def commit(self) -> int:
         """The version of this commit, allocating it (one row) on first use."""
         if self.version is None:
-            conn = self.engine.conn
-            # The newest commit and the clock floor of an imported database, in one trip.
-            rows = conn.fetchall(
-                "SELECT version, ts FROM (SELECT version, ts FROM rewind_commits "
-                "ORDER BY version DESC LIMIT 1) newest UNION ALL "
-                "SELECT CAST(value AS INTEGER), 0 FROM rewind_meta WHERE key = 'clock_floor'"
-            )
-            version = max((row[0] for row in rows), default=0) + 1
-            ts = max([now_micros(), *(row[1] for row in rows)])
             merge_branch, merge_version = self.merge_from or (None, None)
-            conn.execute(
+            now = now_micros()
+            # The next version is allocated and recorded in one statement (one round trip
+            # under the write lock): after the newest commit and after the clock floor of
+            # an imported database; its timestamp never goes backwards.
+            version, ts = self.engine.conn.fetchone(
                 "INSERT INTO rewind_commits (version, branch_id, ts, trigger, message, "
-                "merge_branch_id, merge_version) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "merge_branch_id, merge_version) "
+                "SELECT clock.v + 1, ?, CASE WHEN clock.t > ? THEN clock.t ELSE ? END, "
+                "?, ?, ?, ? FROM (SELECT max(v) AS v, max(t) AS t FROM ("
+                "SELECT version AS v, ts AS t FROM (SELECT version, ts FROM rewind_commits "
+                "ORDER BY version DESC LIMIT 1) newest UNION ALL "
+                "SELECT CAST(value AS INTEGER), 0 FROM rewind_meta WHERE key = 'clock_floor' "
+                "UNION ALL SELECT 0, 0) known) clock RETURNING version, ts",
                 (
-                    version,
                     self.branch.id,
-                    ts,
+                    now,
+                    now,
                     self.trigger,
                     self.message,
                     merge_branch,
                     merge_version,
                 ),
             )
-            self.version, self.ts = version, ts
+            self.version, self.ts = int(version), int(ts)
         return self.version
 
     def merged_from(self, branch_id: int, version: int) -> None:

@@ -63,10 +63,18 @@ class PostgresConnection(Connection):
 
     dialect = "postgresql"
 
-    def __init__(self, url: str, *, readonly: bool = False, busy_timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        durability: str = "normal",
+        readonly: bool = False,
+        busy_timeout: float = 60.0,
+    ) -> None:
         _check_driver()
         super().__init__(readonly=readonly, busy_timeout=busy_timeout)
         self.url = url
+        self.durability = durability
         self.location = redact(url)
         self._sql: dict[str, str] = {}
         self._raw: Any = None
@@ -86,6 +94,12 @@ class PostgresConnection(Connection):
                 f"not a PostgreSQL URL: {self.location} ({error})", code="invalid.path"
             ) from None
         raw.execute(f"SET lock_timeout = {int(self.busy_timeout * 1000)}")
+        # "normal" is SQLite's promise: a killed or crashed client loses nothing it
+        # committed; a crash of the server (or the machine) may lose the newest commits,
+        # never one in the middle (commits reach the log in version order). "full" waits
+        # for the disk at every commit.
+        synchronous = "on" if self.durability == "full" else "off"
+        raw.execute(f"SET synchronous_commit = {synchronous}")
         if self.readonly:
             raw.execute("SET default_transaction_read_only = on")
         self._raw = raw
@@ -144,9 +158,12 @@ class PostgresConnection(Connection):
         if not write:
             self._run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", ())
             return
-        self._run("BEGIN ISOLATION LEVEL READ COMMITTED", ())
-        try:
-            self._run("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK_KEY,))
+        try:  # one round trip: the transaction and the write lock
+            self._run(
+                "BEGIN ISOLATION LEVEL READ COMMITTED; "
+                f"SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})",
+                (),
+            )
         except RewindError:
             self._end(commit=False)
             raise

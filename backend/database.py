@@ -234,6 +234,16 @@ class Database(_Primitives):
             self._engine.conn.check_open()
             return self._engine.clock()
 
+    @property
+    def stamp(self) -> str:
+        """A short text that changes whenever the history does (a new version, a fork, a
+        deleted branch): cheap to poll, as live views do."""
+        with self._engine.conn.lock, self._engine.conn.snapshot():
+            branches, deleted = self._engine.conn.fetchone(
+                "SELECT count(*), count(deleted_at) FROM rewind_branches"
+            )
+            return f"{self._engine.clock()}.{branches}.{deleted}"
+
     def commits(self, branch: str | None = None, *, limit: int | None = None) -> list[Commit]:
         """Commits newest first, of every branch or of ``branch`` alone."""
         engine = self._engine
@@ -281,7 +291,8 @@ def open(
 
     ``durability="normal"`` (default) survives a crashed or killed process;
     ``"full"`` also survives a power cut, at the cost of an fsync per commit (PostgreSQL
-    commits are always durable: both levels mean its own ``synchronous_commit``).
+    ``normal`` is ``synchronous_commit = off``: a server crash may lose the newest
+    commits, never one in the middle; ``full`` is ``on``).
     ``readonly=True`` opens it so that no call can change it.
     """
     if isinstance(path, str) and "://" in path:
@@ -332,7 +343,9 @@ def _open_server(
     check_options(durability, busy_timeout)
     from ._postgres import PostgresConnection
 
-    connection = PostgresConnection(url, readonly=readonly or not create, busy_timeout=busy_timeout)
+    connection = PostgresConnection(
+        url, durability=durability, readonly=readonly or not create, busy_timeout=busy_timeout
+    )
     try:
         if not create and not connection.has_schema():
             raise NotFoundError(
@@ -340,7 +353,9 @@ def _open_server(
             )
         if not readonly and not create:  # reopen writable now that it is known to exist
             connection.close()
-            connection = PostgresConnection(url, readonly=False, busy_timeout=busy_timeout)
+            connection = PostgresConnection(
+                url, durability=durability, readonly=False, busy_timeout=busy_timeout
+            )
         connection.ensure_schema()
     except BaseException:
         connection.close()

@@ -120,10 +120,18 @@ def figure_dict(graph: HistoryGraph, *, head: int) -> dict[str, Any]:
     layout = {
         "height": max(180, 60 + 40 * shown),
         "margin": {"l": 10, "r": 10, "t": 10, "b": 30},
-        "xaxis": {"title": {"text": "version"}, "range": [-0.5, head + 1]},
+        "xaxis": {
+            "title": {"text": "version"},
+            "range": [-0.5, head + 1],
+            "zeroline": False,
+            "gridcolor": "#eee",
+        },
         "yaxis": {
+            "automargin": True,  # room for the lane names
+            "showgrid": False,
+            "zeroline": False,
             "tickvals": [b.lane for b in graph.branches],
-            "ticktext": [escape(b.name[:24]) for b in graph.branches],
+            "ticktext": [escape(b.name[:24], quote=False) for b in graph.branches],
             # Reversed: lane 0 (default) on top; more lanes than fit scroll by panning.
             "range": [shown - 0.5, -0.5],
         },
@@ -148,11 +156,12 @@ def _lines(name: str, xs: list, ys: list, line: dict[str, Any]) -> dict[str, Any
 
 def hover_text(point: GraphPoint) -> str:
     """A dot's hover label. Plotly renders hover text as HTML-ish markup, and agents
-    wrote the label and summary: escape them."""
+    wrote the label and summary: ``<``, ``>`` and ``&`` are escaped (quotes need not be,
+    and Plotly would show ``&quot;`` literally)."""
     where = f"{point.branch} v{point.version}"
     if point.sequence is not None:
-        return escape(f"{where} #{point.sequence} {point.label} {point.summary}")
-    return escape(f"{where} {point.label}")
+        return escape(f"{where} #{point.sequence} {point.label} {point.summary}", quote=False)
+    return escape(f"{where} {point.label}", quote=False)
 
 
 def points_trace(figure: Any) -> Any:

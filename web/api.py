@@ -35,9 +35,15 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.get("/version", responses=ERRORS, summary="The newest version on the database's clock")
-def version(request: Request) -> dict[str, int]:
-    return {"version": db_of(request).version}
+@router.get(
+    "/version",
+    responses=ERRORS,
+    summary="The newest version on the clock, and a stamp that changes with any history",
+)
+def version(request: Request) -> dict[str, int | str]:
+    db = db_of(request)
+    with db.read():
+        return {"version": db.version, "stamp": db.stamp}
 
 
 @router.get("/overview", responses=ERRORS, summary="Branch table and branch graph")

@@ -59,10 +59,11 @@ def overview_json(request: Request) -> Response:
 
 
 @router.get("/fragments/overview")
-def overview_fragment(request: Request, since: int | None = None) -> Response:
-    """The graph and branch table, or 204 (nothing to swap) while nothing changed."""
+def overview_fragment(request: Request, since: Text = None) -> Response:
+    """The graph and branch table, or 204 (nothing to swap) while nothing changed
+    (``since``: the ``db.stamp`` the page was drawn at)."""
     db = db_of(request)
-    if since is not None and db.version == since:
+    if since is not None and db.stamp == since:
         return Response(status_code=204)
     data = queries.overview(db)
     return render(

@@ -38,6 +38,7 @@ def overview(db: rewinddb.Database) -> dict[str, Any]:
             rows.append(row)
         return {
             "version": db.version,
+            "stamp": db.stamp,
             "branches": rows,
             "graph": db.graph(max_points_per_branch=per_branch),
         }

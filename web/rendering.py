@@ -1,8 +1,8 @@
 """Jinja2 templates, filters and the response helpers every route uses.
 
 Templates are autoescaped: every value that reaches a page is escaped, agent state
-included. JSON embedded in a page (the Plotly figure) has ``<``, ``>`` and ``&`` written
-as ``\\u003c`` escapes so no string inside it can close its ``<script>`` block.
+included. JSON embedded in a page (the Plotly figure, in an attribute) also has ``<``,
+``>`` and ``&`` written as ``\\u003c`` escapes, so it stays inert wherever it is put.
 """
 
 from __future__ import annotations
@@ -97,7 +97,13 @@ def render(
         fragment=is_fragment(request),
         **context,
     )
-    return HTMLResponse(html, status_code=status)
+    response = HTMLResponse(html, status_code=status)
+    # One URL answers a fragment to htmx and the whole page otherwise: caches (the
+    # browser's back button included) must tell them apart.
+    response.headers["Vary"] = "HX-Request"
+    if is_fragment(request):
+        response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 def json_response(data: Any, status: int = 200) -> Response:

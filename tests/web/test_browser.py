@@ -337,12 +337,6 @@ def test_overview_draws_the_graph_and_a_dot_opens_its_event(
     tab.assert_clean()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="known bug: rewinddb.plotting.hover_text escapes with html.escape(quote=True) "
-    "and Plotly does not decode &quot;, so every JSON summary shows &quot; in its label",
-)
 def test_hover_label_shows_the_summary_as_written(tab: Tab, demo_server: str) -> None:
     page = tab.page
     page.goto(demo_server + "/")
@@ -352,13 +346,6 @@ def test_hover_label_shows_the_summary_as_written(tab: Tab, demo_server: str) ->
     assert '"tool"' in label and "&quot;" not in label, label
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="known bug: since the page draws rewinddb.plotting.figure_dict (plain data, no "
-    "plotly template, so no y-axis automargin) with a 10 px left margin, the lane labels "
-    "are cut off at the graph's left edge",
-)
 def test_lane_labels_are_not_clipped(tab: Tab, demo_server: str) -> None:
     page = tab.page
     page.goto(demo_server + "/")
@@ -420,13 +407,6 @@ def test_branch_page_click_and_keys_swap_the_event_detail(
     tab.assert_clean()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="known bug: the event URL htmx pushed answers its fragment to htmx and the "
-    "whole page otherwise, without Vary: HX-Request or Cache-Control: no-store, so going "
-    "back to it from another page shows the cached bare fragment",
-)
 def test_back_to_a_pushed_event_url_shows_the_whole_page(tab: Tab, demo_server: str) -> None:
     page = tab.page
     page.goto(demo_server + "/branches/research")
@@ -541,13 +521,6 @@ def test_new_events_appear_without_a_reload(chromium: Browser, tmp_path: Path) -
             page.context.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="known bug: htmx (allowScriptTags: false) drops every <script> of a swapped "
-    "fragment, the JSON one holding the figure included, so the overview's graph is "
-    "empty after its first live update",
-)
 def test_overview_graph_survives_a_live_update(chromium: Browser, scratch: Scratch) -> None:
     tab = open_tab(chromium)
     page = tab.page
@@ -563,13 +536,6 @@ def test_overview_graph_survives_a_live_update(chromium: Browser, scratch: Scrat
         page.context.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="known bug: forking does not change db.version, and the overview's poll "
-    "(/fragments/overview?since=VERSION) answers 204 while the version is unchanged, "
-    "so a new branch shows only after the next write",
-)
 def test_overview_shows_a_new_branch_before_any_write(chromium: Browser, scratch: Scratch) -> None:
     tab = open_tab(chromium)
     try:

@@ -76,8 +76,11 @@ def test_another_process_appends_and_the_live_timeline_sees_it(
         db.at("research").events.append("live.event", {"n": 1})
     fresh = httpx.get(poll)
     assert fresh.status_code == 200 and "live.event" in fresh.text
-    version = httpx.get(url + "/api/version").json()["version"]
-    assert httpx.get(f"{url}/fragments/overview?since={version}").status_code == 204
+    stamp = httpx.get(url + "/api/version").json()["stamp"]
+    assert httpx.get(f"{url}/fragments/overview?since={stamp}").status_code == 204
+    with rewinddb.open(path) as db:
+        db.branches.fork("research", "new-idea")  # no new version, but a new branch
+    assert httpx.get(f"{url}/fragments/overview?since={stamp}").status_code == 200
 
 
 def test_serve_refuses_a_missing_database(tmp_path: Path) -> None:

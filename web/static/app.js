@@ -8,9 +8,8 @@
 
   function drawGraph() {
     var holder = document.getElementById("graph");
-    var data = document.getElementById("graph-data");
-    if (!holder || !data || typeof Plotly === "undefined") return;
-    var spec = JSON.parse(data.textContent);
+    if (!holder || !holder.dataset.figure || typeof Plotly === "undefined") return;
+    var spec = JSON.parse(holder.dataset.figure);
     var config = { displaylogo: false, responsive: true, scrollZoom: true };
     Plotly.react(holder, spec.data, spec.layout, config).then(function () {
       holder.removeAllListeners && holder.removeAllListeners("plotly_click");
