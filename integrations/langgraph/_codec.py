@@ -1,10 +1,12 @@
 """How LangGraph values are stored as rewinddb JSON.
 
 Every value goes through the saver's serde (``dumps_typed`` -> ``(type, bytes)``) and is
-stored as ``[type, base64]``. A list channel value is stored item by item,
-``{"type": "list", "items": [[type, base64], ...]}``, so that a list that only grew
-between two checkpoints (``messages`` with ``add_messages``) is a JSON list that only grew:
-rewinddb then stores just the appended items.
+stored as ``[type, base64]``, or as one string ``"type:base64"`` in channel values. A list
+channel value is stored item by item, ``{"type": "list", "items": ["type:base64", ...]}``,
+so that a list that only grew between two checkpoints (``messages`` with
+``add_messages``) is a JSON list that only grew: rewinddb then stores just the appended
+items. (Strings rather than pairs: reading a long list then allocates no container per
+item, which keeps Python's garbage collector quiet while a history is listed.)
 
 Writing goes through an :class:`Encoder`, which remembers what the serde made of the
 pydantic models (messages) it serialized, keyed by their content: the whole message list
@@ -43,9 +45,23 @@ def dump_typed(serde: SerializerProtocol, value: Any) -> Typed:
 
 
 def load_typed(serde: SerializerProtocol, stored: Any) -> Any:
-    """The inverse of :func:`dump_typed`."""
-    kind, data = stored
+    """The inverse of :func:`dump_typed` (and of :func:`dump_item`)."""
+    kind, data = _split(stored)
     return serde.loads_typed((kind, binascii.a2b_base64(data)))
+
+
+def dump_item(serde: SerializerProtocol, value: Any) -> str:
+    """``value`` as ``"type:base64 of its bytes"``."""
+    kind, data = serde.dumps_typed(value)
+    return f"{kind}:{base64.b64encode(data).decode('ascii')}"
+
+
+def _split(stored: Any) -> tuple[str, str]:
+    if isinstance(stored, str):
+        kind, _, data = stored.partition(":")
+        return kind, data
+    kind, data = stored
+    return kind, data
 
 
 #: ``model_dump()`` packed with these options fails unless every value in it is one msgpack
@@ -104,14 +120,14 @@ class Encoder:
             return _SERDE
         return _TO_PYTHON if kind.model_dump is BaseModel.model_dump else _MODEL_DUMP
 
-    def item(self, value: Any) -> Typed:
-        """``value`` as ``[type, base64]``, as :func:`dump_typed` makes it."""
+    def item(self, value: Any) -> str:
+        """``value`` as ``"type:base64"``, as :func:`dump_item` makes it."""
         kind = type(value)
         how = self._kinds.get(kind)
         if how is None:
             how = self._kinds[kind] = self._how(kind)
         if how is _SERDE:
-            return dump_typed(self.serde, value)
+            return dump_item(self.serde, value)
         try:
             # What the serde stores for a model is made of its class and model_dump().
             if how is _TO_PYTHON:  # model_dump() as pydantic defines it, minus its wrapper
@@ -120,12 +136,12 @@ class Encoder:
                 dumped = value.model_dump()
             key = (kind, ormsgpack.packb(dumped, option=_STRICT))
         except Exception:  # something the serde packs its own way: no shortcut
-            return dump_typed(self.serde, value)
-        stored = self._remembered.get(key)
+            return dump_item(self.serde, value)
+        stored: str | None = self._remembered.get(key)
         if stored is None:
-            stored = dump_typed(self.serde, value)
-            self._remembered.put(key, stored, len(key[1]) + len(stored[1]))
-        return list(stored)
+            stored = dump_item(self.serde, value)
+            self._remembered.put(key, stored, len(key[1]) + len(stored))
+        return stored
 
     def channel(self, value: Any, version: str | int | float) -> dict:
         """A channel value at one channel version, lists item by item."""
@@ -143,13 +159,14 @@ class Decoder:
         self._remembered = _Remembered(max_bytes)
 
     def item(self, stored: Any) -> Any:
-        """The value of one ``[type, base64]``, as :func:`load_typed` returns it."""
-        kind, data = stored
-        key = (kind, data)
+        """The value of one ``"type:base64"`` (or ``[type, base64]``), as
+        :func:`load_typed` returns it."""
+        key = stored if isinstance(stored, str) else tuple(stored)
         copy = self._remembered.get(key)
         if copy is not None:
             immutable, value = copy
             return value if immutable else pickle.loads(value)
+        kind, data = _split(stored)
         value = self.serde.loads_typed((kind, binascii.a2b_base64(data)))
         if isinstance(value, _IMMUTABLE):
             self._remembered.put(key, (True, value), len(data))
