@@ -19,7 +19,6 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    PendingWrite,
     get_checkpoint_metadata,
     writes_sort_key,
 )
@@ -60,8 +59,9 @@ def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableC
     }
 
 
-class _BranchWrites:
-    """The pending writes (events) of branches, each event read once per ``list`` call.
+class _Listing:
+    """What one ``list`` call reads once: branch views, and the pending writes (events)
+    of each branch.
 
     ``list`` goes from the newest checkpoint to the oldest, so the sequence a branch's
     writes are needed from only decreases: each call reads just the events before the
@@ -71,12 +71,19 @@ class _BranchWrites:
     def __init__(self, db: rewinddb.Database) -> None:
         self.db = db
         self.read: dict[str, tuple[int, dict[str, builtins.list[tuple[int, dict]]]]] = {}
+        self.views: dict[str, rewinddb.BranchView] = {}
+
+    def view(self, branch: str) -> rewinddb.BranchView:
+        view = self.views.get(branch)
+        if view is None:
+            view = self.views[branch] = self.db.at(branch)
+        return view
 
     def payloads(self, branch: str, start: int, checkpoint_id: str) -> builtins.list[dict]:
         """Payloads of the write events of ``checkpoint_id`` on ``branch`` from ``start``."""
         known = self.read.get(branch)
         if known is None or start < known[0]:
-            log = self.db.at(branch).events
+            log = self.view(branch).events
             after = start - 1 if start else None
             events = None
             if known is not None:
@@ -134,38 +141,41 @@ class RewindSaver(BaseCheckpointSaver[str]):
         record = self.db.at(branch).kv.get(_names.CHECKPOINT_KEY)
         return record["id"] if record else None
 
-    def _writes(
-        self, entry: dict, checkpoint_id: str, branch_writes: _BranchWrites | None = None
-    ) -> list[PendingWrite]:
+    def _write_payloads(
+        self, entry: dict, checkpoint_id: str, listing: _Listing | None = None
+    ) -> builtins.list[dict]:
+        """The payloads of a checkpoint's pending writes, in LangGraph's order."""
         start = entry["events"]
-        if branch_writes is None:
+        if listing is None:
             events = self.db.at(entry["branch"]).events.list(
                 event_type=_names.WRITE_EVENT, after=start - 1 if start else None
             )
             payloads = [item.event.payload for item in events]
         else:
-            payloads = branch_writes.payloads(entry["branch"], start, checkpoint_id)
+            payloads = listing.payloads(entry["branch"], start, checkpoint_id)
         found: dict[tuple[str, int], dict] = {}
         for payload in payloads:
             if payload["checkpoint_id"] == checkpoint_id:
                 found[(payload["task_id"], payload["idx"])] = payload
-        ordered = sorted(
+        return sorted(
             found.values(), key=lambda p: writes_sort_key(p["task_path"], p["task_id"], p["idx"])
         )
-        return [(p["task_id"], p["channel"], self._decoder.item(p["value"])) for p in ordered]
 
     def _load(
         self,
         thread_id: str,
         checkpoint_ns: str,
         checkpoint_id: str,
-        branch_writes: _BranchWrites | None = None,
+        listing: _Listing | None = None,
     ) -> CheckpointTuple | None:
-        entry = self.index.get(_names.checkpoint_key(thread_id, checkpoint_ns, checkpoint_id))
-        if entry is None:
-            return None
-        # The checkpoint record and every channel, in one read of the branch's keys.
-        stored_keys = self.db.at(entry["read"]).kv.items(as_of=entry["version"])
+        with self.db.read():  # one consistent read; the decoding below holds no lock
+            entry = self.index.get(_names.checkpoint_key(thread_id, checkpoint_ns, checkpoint_id))
+            if entry is None:
+                return None
+            # The checkpoint record and every channel, in one read of the branch's keys.
+            view = listing.view(entry["read"]) if listing else self.db.at(entry["read"])
+            stored_keys = view.kv.items(as_of=entry["version"])
+            writes = self._write_payloads(entry, checkpoint_id, listing)
         stored = stored_keys[_names.CHECKPOINT_KEY]
         checkpoint: Checkpoint = load_typed(self.serde, stored["checkpoint"])
         values: dict[str, Any] = {}
@@ -179,7 +189,9 @@ class RewindSaver(BaseCheckpointSaver[str]):
             checkpoint={**checkpoint, "channel_values": values},
             metadata=load_typed(self.serde, stored["metadata"]),
             parent_config=_config(thread_id, checkpoint_ns, parent) if parent else None,
-            pending_writes=self._writes(entry, checkpoint_id, branch_writes),
+            pending_writes=[
+                (p["task_id"], p["channel"], self._decoder.item(p["value"])) for p in writes
+            ],
         )
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -211,7 +223,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         before_id = _target(before, "list(before=...)")[2] if before else None
         found = sorted((_names.parse_checkpoint_key(key) for key in keys), key=lambda t: t[2])
         count = 0
-        branch_writes = _BranchWrites(self.db)
+        listing = _Listing(self.db)
         for thread_id, checkpoint_ns, checkpoint_id in reversed(found):
             if limit is not None and count >= limit:
                 return
@@ -219,7 +231,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 continue
             if before_id and checkpoint_id >= before_id:
                 continue
-            loaded = self._load(thread_id, checkpoint_ns, checkpoint_id, branch_writes)
+            loaded = self._load(thread_id, checkpoint_ns, checkpoint_id, listing)
             if loaded is None:
                 continue
             if filter and any(loaded.metadata.get(k) != v for k, v in filter.items()):
