@@ -250,8 +250,9 @@ class RewindSaver(BaseCheckpointSaver[str]):
 
     def _branch_for(
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, parent_id: str | None
-    ) -> tuple[str, dict[str, Any]]:
-        """The branch a new checkpoint goes on, and the index entries that creates."""
+    ) -> tuple[str, dict[str, Any], dict | None]:
+        """The branch a new checkpoint goes on, the index entries that creates, and the
+        namespace's index record as it was read."""
         ns_key = _names.namespace_key(thread_id, checkpoint_ns)
         namespace = self.index.get(ns_key)
         main = namespace["main"] if namespace else None
@@ -262,10 +263,10 @@ class RewindSaver(BaseCheckpointSaver[str]):
         )
         if parent is not None:
             if self._head_id(parent["branch"]) == parent_id:
-                return parent["branch"], {}
+                return parent["branch"], {}, namespace
             source, at = parent["branch"], parent["version"]
         elif main is not None and self._head_id(main) is None:
-            return main, {}
+            return main, {}, namespace
         else:
             source, at = "default", 0
         if main is None:
@@ -276,7 +277,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         created: dict[str, Any] = {_names.owned_key(thread_id, name): True}
         if main is None:
             created[ns_key] = {"main": name, "head": None}
-        return name, created
+        return name, created, namespace
 
     def put(
         self,
@@ -292,7 +293,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         rest = {k: v for k, v in checkpoint.items() if k != "channel_values"}
         values = checkpoint.get("channel_values", {})
         with self.lock:
-            branch, index_puts = self._branch_for(
+            branch, index_puts, namespace = self._branch_for(
                 thread_id, checkpoint_ns, checkpoint_id, parent_id
             )
             view = self.db.at(branch)
@@ -324,17 +325,27 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 "parent": parent_id,
                 "run_id": full_metadata.get("run_id"),
             }
-            self._index_checkpoint(thread_id, checkpoint_ns, checkpoint_id, index_puts, entry)
+            self._index_checkpoint(
+                thread_id, checkpoint_ns, checkpoint_id, index_puts, entry, namespace
+            )
             early = self._early_writes.pop((thread_id, checkpoint_ns, checkpoint_id), [])
             for writes, task_id, task_path in early:
                 self._append_writes(entry, checkpoint_id, writes, task_id, task_path)
         return _config(thread_id, checkpoint_ns, checkpoint_id)
 
     def _index_checkpoint(
-        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, puts: dict, entry: dict
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        puts: dict,
+        entry: dict,
+        namespace: dict | None,
     ) -> None:
+        """Record a new checkpoint; ``namespace`` is its namespace's record as ``put``
+        read it (under the lock, so nothing of this saver changed it since)."""
         ns_key = _names.namespace_key(thread_id, checkpoint_ns)
-        namespace = dict(puts.get(ns_key) or self.index.get(ns_key))
+        namespace = dict(puts.get(ns_key) or namespace or self.index.get(ns_key))
         if not namespace.get("head") or namespace["head"] < checkpoint_id:
             namespace["head"] = checkpoint_id
         puts = {**puts, ns_key: namespace}
