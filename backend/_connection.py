@@ -195,7 +195,8 @@ class Connection:
         return self.execute(sql, params).fetchone()
 
     def fetchall(self, sql: str, params: Params = ()) -> list[Any]:
-        return self.execute(sql, params).fetchall()
+        rows: list[Any] = self.execute(sql, params).fetchall()
+        return rows
 
     def insert_id(self, sql: str, params: Params = ()) -> int:
         """Run an ``INSERT`` into a table with an ``id`` key and return the new id."""

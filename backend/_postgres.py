@@ -204,7 +204,7 @@ class PostgresConnection(Connection):
         return row is None or not row[0]
 
     def _ddl_dialect(self) -> Any:
-        return postgresql.dialect()
+        return postgresql.dialect()  # type: ignore[no-untyped-call]
 
     def contains_text(self, column: str, *, binary: bool = False) -> str:
         text = f"convert_from({column}, 'UTF8')" if binary else column
