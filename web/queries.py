@@ -87,8 +87,15 @@ def branch_page(
     with db.read():
         info = view.info().to_dict()
         info["url"] = branch_url(branch)
+        check = view.events.verify()
         return {
             "branch": info,
+            "verification": {
+                "ok": check.ok,
+                "checked": check.checked,
+                "first_bad": check.first_bad,
+                "reason": check.reason,
+            },
             "event_types": view.events.types(),
             "timeline": timeline(db, branch, event_type=event_type, search=search),
         }

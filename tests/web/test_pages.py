@@ -188,3 +188,22 @@ def test_the_explorer_serves_a_postgresql_database(postgres_url: str) -> None:
         detail = client.get("/branches/research/events/6.json").json()
         assert "$.sources[2]" in {c["path"] for c in detail["diff"]["changes"]}
         assert client.get("/branches/research", params={"q": "fund-08"}).status_code == 200
+
+
+def test_the_branch_page_verifies_the_hash_chain(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import sqlite3
+
+    import rewinddb
+    from rewinddb.web import create_app
+
+    with rewinddb.open(tmp_path / "db") as db:
+        for n in range(5):
+            db.events.append("step", {"n": n})
+    with TestClient(create_app(tmp_path / "db")) as client:
+        assert "hash chain verified (5 events)" in client.get("/branches/default").text
+        assert client.get("/branches/default.json").json()["verification"]["ok"]
+    with sqlite3.connect(tmp_path / "db" / "rewind.sqlite3") as raw:  # tamper with event 2
+        raw.execute("UPDATE rewind_events SET payload = ? WHERE sequence = 2", (b'{"n":99}',))
+    with TestClient(create_app(tmp_path / "db")) as client:
+        page = client.get("/branches/default").text
+        assert "hash chain BROKEN at event #2" in page
