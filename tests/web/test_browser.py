@@ -709,3 +709,37 @@ def test_hostile_state_stays_text(chromium: Browser, tmp_path: Path) -> None:
                 visit_evil_pages(tab, base, versions)
             finally:
                 tab.page.context.close()
+
+
+# --- a LangGraph run in the explorer -------------------------------------------------
+
+
+def test_a_langgraph_time_travel_run_is_a_branch_tree(
+    chromium: Browser, tmp_path: Path, shots: Path
+) -> None:
+    """The example's thread and its two rewinds, drawn as a branch tree, and a fork's
+    event showing what the rewind changed (the README shows this picture)."""
+    db = tmp_path / "agent"
+    example = Path(__file__).resolve().parents[2] / "examples" / "langgraph_time_travel.py"
+    subprocess.run([sys.executable, str(example), str(db)], check=True, timeout=120)
+    with rewinddb.open(db, readonly=True) as opened:
+        forks = [b.name for b in opened.branches.list() if b.name.startswith("lg/demo~")]
+    assert len(forks) == 2
+    tab = open_tab(chromium)
+    try:
+        with serve(db, tmp_path / "server.log") as base:
+            page = tab.page
+            page.goto(base + "/")
+            expect(page.locator("#graph .main-svg").first).to_be_visible()
+            for name in ["lg/demo", *forks]:
+                expect(page.locator("table.branches")).to_contain_text(name)
+            page.screenshot(path=shots / "langgraph.png")
+            page.goto(base + "/branches/" + tilde(forks[0]))
+            rows = page.locator("#timeline .event-row")
+            expect(rows.last).to_be_visible()
+            rows.last.click()
+            expect(page.locator("#detail table.diff")).to_be_visible()
+            page.screenshot(path=shots / "langgraph-fork.png")
+            tab.assert_clean()
+    finally:
+        tab.page.context.close()
