@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -99,3 +100,52 @@ def test_demo_reuses_an_existing_demo(tmp_path: Path) -> None:
     subprocess.run(command, check=True, capture_output=True, timeout=60)
     again = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert again.returncode == 0 and "using the demo database already" in again.stdout
+
+
+def test_uvicorn_factory_reads_the_path_from_the_environment(tmp_path: Path) -> None:
+    path = tmp_path / "demo"
+    subprocess.run(
+        [sys.executable, "-m", "rewinddb", "demo", str(path), "--no-serve"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "rewinddb.web.app:create_app",
+            "--factory",
+            "--port",
+            str(port),
+        ],
+        env={**os.environ, "REWINDDB_PATH": str(path)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                response = httpx.get(f"http://127.0.0.1:{port}/api/branches", timeout=1)
+                break
+            except httpx.TransportError:
+                assert server.poll() is None, server.communicate()[0]
+                assert time.monotonic() < deadline, "uvicorn did not start"
+                time.sleep(0.1)
+        assert "research" in {branch["name"] for branch in response.json()}
+    finally:
+        server.terminate()
+        server.communicate(timeout=10)
+
+
+def test_create_app_without_a_path_says_what_to_give(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rewinddb.web import create_app
+
+    monkeypatch.delenv("REWINDDB_PATH", raising=False)
+    with pytest.raises(rewinddb.RewindError) as info:
+        create_app()
+    assert info.value.code == "invalid.path" and "REWINDDB_PATH" in str(info.value)
