@@ -61,7 +61,7 @@ def create_app(
         version=rewinddb.__version__,
         description="Branches, events, state and diffs of one rewinddb database.",
         lifespan=lifespan,
-        docs_url="/api/docs",
+        docs_url=None,  # Swagger UI loads its JavaScript from a CDN: /api/docs is ours
         redoc_url=None,
         openapi_url="/api/openapi.json",
     )

@@ -156,6 +156,33 @@ def value_fragment(
     return render(request, "_value.html", {"value": value})
 
 
+@router.get("/api/docs")
+def api_docs(request: Request) -> Response:
+    """The JSON API's routes, read from its OpenAPI schema (no JavaScript, no CDN)."""
+    schema = request.app.openapi()
+    routes = []
+    for path, methods in schema["paths"].items():
+        for method, operation in methods.items():
+            routes.append(
+                {
+                    "method": method.upper(),
+                    "path": path,
+                    "summary": operation.get("summary", ""),
+                    "parameters": [
+                        {
+                            "name": parameter["name"],
+                            "in": parameter["in"],
+                            "required": parameter.get("required", False),
+                            "description": parameter.get("description")
+                            or parameter.get("schema", {}).get("description", ""),
+                        }
+                        for parameter in operation.get("parameters", [])
+                    ],
+                }
+            )
+    return render(request, "api.html", {"routes": routes, "title": schema["info"]["title"]})
+
+
 @router.get("/compare")
 def compare_page(request: Request, a: Text = None, b: Text = None) -> Response:
     return _compare(request, a, b, as_json=False)

@@ -207,3 +207,10 @@ def test_the_branch_page_verifies_the_hash_chain(tmp_path) -> None:  # type: ign
     with TestClient(create_app(tmp_path / "db")) as client:
         page = client.get("/branches/default").text
         assert "hash chain BROKEN at event #2" in page
+
+
+def test_api_docs_page_lists_the_routes_without_a_cdn(client: TestClient) -> None:
+    page = client.get("/api/docs")
+    assert page.status_code == 200
+    assert "/api/branches/{branch}/events/{sequence}" in page.text
+    assert "cdn" not in page.text.lower() and '<script src="http' not in page.text
