@@ -26,12 +26,8 @@ The figures:
 from __future__ import annotations
 
 import argparse
-import gc
 import itertools
-import os
-import platform
 import random
-import shlex
 import sqlite3
 import statistics
 import string
@@ -40,16 +36,31 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
+from _report import (
+    KIB,
+    MIB,
+    Report,
+    Row,
+    Target,
+    describe_machine,
+    expect,
+    gc_paused,
+    interleaved,
+    ms,
+    python_version,
+    rate,
+    repeated,
+    size,
+    timed,
+    us,
+)
 
 import rewinddb
-
-KIB = 1024
-MIB = 1024 * KIB
 
 #: The seeds' figures for "ten forks and twenty writes" on the competitor.
 SEED_FORKS, SEED_WRITES = 10, 20
@@ -100,172 +111,6 @@ QUICK_RUN = Sizes(
     full_commits=40,
     verify_events=10_000,
 )
-
-
-# -- the report ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Target:
-    """A bound a figure must meet: ``op`` is ``<``, ``<=`` or ``>=``."""
-
-    op: str
-    limit: float
-    shown: str
-
-    def met(self, value: float) -> bool:
-        if self.op == "<":
-            return value < self.limit
-        if self.op == "<=":
-            return value <= self.limit
-        return value >= self.limit
-
-
-@dataclass(frozen=True)
-class Row:
-    """One line of the table. The target applies to ``checked``, or else to ``ratio``."""
-
-    figure: str
-    value: str
-    baseline: str = ""
-    ratio: float | None = None
-    target: Target | None = None
-    checked: float | None = None
-
-    @property
-    def verdict(self) -> str:
-        if self.target is None:
-            return "info"
-        subject = self.ratio if self.checked is None else self.checked
-        if subject is None:
-            return "?"
-        return "PASS" if self.target.met(subject) else "FAIL"
-
-
-@dataclass
-class Report:
-    """The rows of the table, grouped in sections, and notes printed under it."""
-
-    sections: list[tuple[str, list[Row]]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    def section(self, title: str) -> None:
-        self.sections.append((title, []))
-
-    def add(self, row: Row) -> None:
-        self.sections[-1][1].append(row)
-
-    def note(self, text: str) -> None:
-        self.notes.append(text)
-
-    def rows(self) -> list[Row]:
-        return [row for _, rows in self.sections for row in rows]
-
-    def render(self) -> str:
-        header = ("figure", "rewinddb", "baseline", "ratio", "target", "result")
-        lines = [
-            (
-                f"  {row.figure}",
-                row.value,
-                row.baseline,
-                "" if row.ratio is None else f"{row.ratio:.2f}",
-                row.target.shown if row.target else "",
-                row.verdict,
-            )
-            for row in self.rows()
-        ]
-        widths = [max(len(cell) for cell in column) for column in zip(header, *lines, strict=True)]
-        rule = "  ".join("-" * width for width in widths)
-
-        def fmt(cells: tuple[str, ...]) -> str:
-            first, *rest = cells
-            numbers = [cell.rjust(width) for cell, width in zip(rest[:3], widths[1:4], strict=True)]
-            texts = [cell.ljust(width) for cell, width in zip(rest[3:], widths[4:], strict=True)]
-            return "  ".join([first.ljust(widths[0]), *numbers, *texts]).rstrip()
-
-        out = [fmt(header), rule]
-        line_iter = iter(lines)
-        for title, rows in self.sections:
-            out.append(title)
-            out.extend(fmt(next(line_iter)) for _ in rows)
-        out.append(rule)
-        verdicts = [row.verdict for row in self.rows()]
-        out.append(
-            f"{verdicts.count('PASS')} PASS, {verdicts.count('FAIL')} FAIL, "
-            f"{verdicts.count('info')} info.  ratio = rewinddb / baseline "
-            "(times: lower is better; rates: higher is better)"
-        )
-        if self.notes:
-            out.append("")
-            out.extend(f"note: {text}" for text in self.notes)
-        return "\n".join(out)
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.2f} ms"
-
-
-def us(seconds: float) -> str:
-    return f"{seconds * 1e6:.1f} us"
-
-
-def rate(per_second: float) -> str:
-    return f"{per_second:,.0f} /s"
-
-
-def size(nbytes: float) -> str:
-    if nbytes >= MIB:
-        return f"{nbytes / MIB:.2f} MiB"
-    return f"{nbytes / KIB:.1f} KiB"
-
-
-# -- timing ----------------------------------------------------------------------
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Collect now, then keep the garbage collector out of the timed code."""
-    gc.collect()
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def timed(fn: Callable[[], Any]) -> float:
-    """Seconds one call of ``fn`` takes."""
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
-def interleaved(calls: int, *fns: Callable[[], Any]) -> list[float]:
-    """The median seconds per call of each function, calling them in turn ``calls`` times."""
-    samples: list[list[float]] = [[] for _ in fns]
-    with gc_paused():
-        for _ in range(calls):
-            for sample, fn in zip(samples, fns, strict=True):
-                sample.append(timed(fn))
-    return [statistics.median(sample) for sample in samples]
-
-
-def repeated(repeats: int, *fns: Callable[[], float]) -> list[float]:
-    """The median of each measuring function's result over ``repeats`` interleaved runs."""
-    samples: list[list[float]] = [[] for _ in fns]
-    for _ in range(repeats):
-        for sample, fn in zip(samples, fns, strict=True):
-            with gc_paused():
-                sample.append(fn())
-    return [statistics.median(sample) for sample in samples]
-
-
-def expect(actual: Any, expected: Any, what: str) -> None:
-    """Refuse to time a read that does not return what it should."""
-    if actual != expected:
-        raise RuntimeError(f"{what}: expected {expected!r}, got {actual!r}")
 
 
 # -- directories and sizes on disk -----------------------------------------------
@@ -811,29 +656,6 @@ def measure_event_log(sizes: Sizes, report: Report) -> None:
 # -- main ------------------------------------------------------------------------
 
 
-def load_average() -> str:
-    """The 1-minute load average at the start (a busy machine slows every figure)."""
-    try:
-        return f"{os.getloadavg()[0]:.2f}"
-    except OSError:  # not available on this platform
-        return "unknown"
-
-
-def describe_machine(argv: list[str]) -> str:
-    """The command, and the versions and machine the figures were measured on."""
-    command = shlex.join([os.path.relpath(sys.executable), *argv])
-    return "\n".join(
-        [
-            f"command:  {command}",
-            f"python:   {platform.python_version()} ({platform.python_implementation()})",
-            f"sqlite:   {sqlite3.sqlite_version} (module sqlite3)",
-            f"rewinddb: {rewinddb.__version__}, orjson {orjson.__version__}",
-            f"machine:  {platform.platform()}, {os.cpu_count()} CPUs, "
-            f"load {load_average()}, temp dir {tempfile.gettempdir()}",
-        ]
-    )
-
-
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a fast smoke run, smaller sizes")
@@ -843,7 +665,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     sizes = QUICK_RUN if args.quick else FULL_RUN
-    print(describe_machine([sys.argv[0], *argv]))
+    print(
+        describe_machine(
+            [sys.argv[0], *argv],
+            ("python", python_version()),
+            ("sqlite", f"{sqlite3.sqlite_version} (module sqlite3)"),
+            ("rewinddb", f"{rewinddb.__version__}, orjson {orjson.__version__}"),
+            machine=f", temp dir {tempfile.gettempdir()}",
+        )
+    )
     print(f"run:      {'quick (small sizes, targets indicative only)' if args.quick else 'full'}")
     print()
     started = time.perf_counter()

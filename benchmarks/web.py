@@ -31,27 +31,24 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import gc
 import gzip
 import io
 import math
-import os
 import platform
 import pstats
 import random
-import shlex
 import sqlite3
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
+from _report import describe_machine, samples, table
 
 import rewinddb
 
@@ -406,41 +403,20 @@ def raw_first_page(conn: sqlite3.Connection, branch: str) -> int:
 # -- timing ------------------------------------------------------------------------------
 
 
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    gc.collect()
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 @dataclass(frozen=True)
 class Timing:
     median: float
     p95: float
 
 
-def timing(samples: list[float]) -> Timing:
-    ordered = sorted(samples)
+def timing(seconds: list[float]) -> Timing:
+    ordered = sorted(seconds)
     return Timing(statistics.median(ordered), ordered[math.ceil(0.95 * len(ordered)) - 1])
 
 
 def interleaved(reps: int, *fns: Callable[[], Any]) -> list[Timing]:
     """Each function called once as a warm-up, then all in turn ``reps`` times."""
-    for fn in fns:
-        fn()
-    samples: list[list[float]] = [[] for _ in fns]
-    with gc_paused():
-        for _ in range(reps):
-            for sample, fn in zip(samples, fns, strict=True):
-                started = time.perf_counter()
-                fn()
-                sample.append(time.perf_counter() - started)
-    return [timing(sample) for sample in samples]
+    return [timing(sample) for sample in samples(reps, *fns, warmup=True)]
 
 
 def getter(
@@ -488,18 +464,7 @@ def fmt(seconds: float) -> str:
 
 def render(rows: list[Row]) -> str:
     header = ("figure", "web median", "web p95", "raw sqlite3", "ratio", "target", "result")
-    lines = [row.cells() for row in rows]
-    widths = [max(len(cell) for cell in column) for column in zip(header, *lines, strict=True)]
-
-    def line(cells: tuple[str, ...]) -> str:
-        first, *numbers, target, verdict = cells
-        middle = [cell.rjust(width) for cell, width in zip(numbers, widths[1:5], strict=True)]
-        return "  ".join(
-            [first.ljust(widths[0]), *middle, target.ljust(widths[5]), verdict]
-        ).rstrip()
-
-    rule = "  ".join("-" * width for width in widths)
-    return "\n".join([line(header), rule, *(line(cells) for cells in lines), rule])
+    return "\n".join(table(header, [(None, [row.cells() for row in rows])], numbers=4))
 
 
 # -- measuring ---------------------------------------------------------------------------
@@ -650,22 +615,6 @@ def profile(path: Path, top: int) -> None:
 # -- main --------------------------------------------------------------------------------
 
 
-def describe_machine(argv: list[str]) -> str:
-    command = shlex.join([os.path.relpath(sys.executable), *argv])
-    try:
-        load = f"{os.getloadavg()[0]:.2f}"
-    except OSError:
-        load = "unknown"
-    return "\n".join(
-        [
-            f"command:  {command}",
-            f"python:   {platform.python_version()}, sqlite {sqlite3.sqlite_version}, "
-            f"rewinddb {rewinddb.__version__}",
-            f"machine:  {platform.platform()}, {os.cpu_count()} CPUs, load {load}",
-        ]
-    )
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -677,7 +626,12 @@ def main(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
     sizes = QUICK_RUN if args.quick else FULL_RUN
-    print(describe_machine([sys.argv[0], *argv]))
+    versions = f"{platform.python_version()}, sqlite {sqlite3.sqlite_version}"
+    print(
+        describe_machine(
+            [sys.argv[0], *argv], ("python", f"{versions}, rewinddb {rewinddb.__version__}")
+        )
+    )
     with tempfile.TemporaryDirectory(prefix="rewinddb-web-bench-") as scratch:
         path = args.db if args.db is not None else Path(scratch) / "agent"
         print(f"database: {ensure_database(path, sizes)}")
