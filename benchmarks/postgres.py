@@ -43,32 +43,36 @@ from __future__ import annotations
 
 import argparse
 import gc
-import glob
 import itertools
 import multiprocessing as mp
-import os
-import platform
-import shlex
-import shutil
-import socket
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import traceback
-import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import orjson
+from _report import (
+    Report,
+    Row,
+    Target,
+    describe_machine,
+    expect,
+    interleaved,
+    ms,
+    python_version,
+    rate,
+    us,
+)
 
 import rewinddb
+from rewinddb import RewindError
+from rewinddb.testing import PostgresServer
 
 try:
     import psycopg
@@ -116,140 +120,6 @@ QUICK_RUN = Sizes(
 )
 
 
-# -- the report (the table of benchmarks/core.py) ---------------------------------
-
-
-@dataclass(frozen=True)
-class Target:
-    """A bound a ratio must meet: ``op`` is ``<=`` or ``>=``."""
-
-    op: str
-    limit: float
-    shown: str
-
-    def met(self, value: float) -> bool:
-        return value <= self.limit if self.op == "<=" else value >= self.limit
-
-
-@dataclass(frozen=True)
-class Row:
-    figure: str
-    value: str
-    baseline: str = ""
-    ratio: float | None = None
-    target: Target | None = None
-
-    @property
-    def verdict(self) -> str:
-        if self.target is None:
-            return "info"
-        if self.ratio is None:
-            return "?"
-        return "PASS" if self.target.met(self.ratio) else "FAIL"
-
-
-@dataclass
-class Report:
-    sections: list[tuple[str, list[Row]]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    def section(self, title: str) -> None:
-        self.sections.append((title, []))
-
-    def add(self, row: Row) -> None:
-        self.sections[-1][1].append(row)
-
-    def note(self, text: str) -> None:
-        self.notes.append(text)
-
-    def rows(self) -> list[Row]:
-        return [row for _, rows in self.sections for row in rows]
-
-    def render(self) -> str:
-        header = ("figure", "rewinddb", "baseline", "ratio", "target", "result")
-        lines = [
-            (
-                f"  {row.figure}",
-                row.value,
-                row.baseline,
-                "" if row.ratio is None else f"{row.ratio:.2f}",
-                row.target.shown if row.target else "",
-                row.verdict,
-            )
-            for row in self.rows()
-        ]
-        widths = [max(len(cell) for cell in column) for column in zip(header, *lines, strict=True)]
-        rule = "  ".join("-" * width for width in widths)
-
-        def fmt(cells: tuple[str, ...]) -> str:
-            first, *rest = cells
-            numbers = [cell.rjust(width) for cell, width in zip(rest[:3], widths[1:4], strict=True)]
-            texts = [cell.ljust(width) for cell, width in zip(rest[3:], widths[4:], strict=True)]
-            return "  ".join([first.ljust(widths[0]), *numbers, *texts]).rstrip()
-
-        out = [fmt(header), rule]
-        line_iter = iter(lines)
-        for title, rows in self.sections:
-            out.append(title)
-            out.extend(fmt(next(line_iter)) for _ in rows)
-        out.append(rule)
-        verdicts = [row.verdict for row in self.rows()]
-        out.append(
-            f"{verdicts.count('PASS')} PASS, {verdicts.count('FAIL')} FAIL, "
-            f"{verdicts.count('info')} info.  ratio = rewinddb / baseline "
-            "(times: lower is better; rates: higher is better)"
-        )
-        if self.notes:
-            out.append("")
-            out.extend(f"note: {text}" for text in self.notes)
-        return "\n".join(out)
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.2f} ms"
-
-
-def us(seconds: float) -> str:
-    return f"{seconds * 1e6:.1f} us"
-
-
-def rate(per_second: float) -> str:
-    return f"{per_second:,.0f} /s"
-
-
-# -- timing ----------------------------------------------------------------------
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    gc.collect()
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def interleaved(calls: int, *fns: Callable[[], Any]) -> list[float]:
-    """The median seconds per call of each function, calling them in turn ``calls`` times."""
-    samples: list[list[float]] = [[] for _ in fns]
-    with gc_paused():
-        for _ in range(calls):
-            for sample, fn in zip(samples, fns, strict=True):
-                start = time.perf_counter()
-                fn()
-                sample.append(time.perf_counter() - start)
-    return [statistics.median(sample) for sample in samples]
-
-
-def expect(actual: Any, expected: Any, what: str) -> None:
-    """Refuse to time a read that does not return what it should."""
-    if actual != expected:
-        raise RuntimeError(f"{what}: expected {expected!r}, got {actual!r}")
-
-
 def payload(i: int, writer: int = 0) -> dict[str, Any]:
     """An agent step whose compact JSON encoding is exactly ``PAYLOAD_BYTES`` bytes."""
     step: dict[str, Any] = {"step": i, "writer": writer, "status": "ok", "text": ""}
@@ -261,122 +131,35 @@ def payload(i: int, writer: int = 0) -> dict[str, Any]:
 # -- the server ------------------------------------------------------------------
 
 
-def with_options(url: str, *options: str) -> str:
-    """``url`` with libpq ``options`` (``-c name=value`` settings) added."""
-    encoded = quote(" ".join(f"-c{option}" for option in options), safe="")
-    separator = "&" if "?" in url else "?"
-    return f"{url}{separator}options={encoded}"
+class Server(PostgresServer):
+    """A throwaway PostgreSQL cluster with default durability settings, or a given URL,
+    and the ``--setting`` settings for rewinddb's connections.
 
-
-class Server:
-    """A throwaway PostgreSQL cluster with default durability settings, or a given URL.
-
-    Every figure asks for a new schema (``schema()``); the given server's are dropped at
-    the end, the throwaway cluster is stopped and removed.
+    Every figure asks for a new schema; the given server's are dropped at the end, the
+    throwaway cluster is stopped and removed.
     """
 
     def __init__(self, url: str | None, settings: tuple[str, ...] = ()) -> None:
-        self.settings = settings
-        self.directory: Path | None = None
-        self.bin: Path | None = None
-        self.schemas: list[str] = []
-        if url:
-            self.base = url
-            return
-        found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
-        if not found:
-            sys.exit(
-                "PostgreSQL's server is not installed (no /usr/lib/postgresql/*/bin/pg_ctl): "
-                "apt-get install postgresql, or give --url"
-            )
-        self.bin = Path(found[-1]).parent
-        self.directory = Path(tempfile.mkdtemp(prefix="rewinddb-pg-bench-"))
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        if os.geteuid() == 0:  # PostgreSQL refuses to run as root
-            shutil.chown(self.directory, "postgres")
-        data = str(self.directory / "data")
-        # --no-sync only skips initdb's own final fsync; the server runs with defaults.
-        self._as_owner(
-            str(self.bin / "initdb"),
-            "-D",
-            data,
-            "-A",
-            "trust",
-            "-U",
-            "rewind",
-            "-E",
-            "UTF8",
-            "--no-sync",
-        )
-        options = (
-            f"-p {port} -k {self.directory} -c listen_addresses=127.0.0.1 -c max_connections=200"
-        )
-        self._as_owner(
-            str(self.bin / "pg_ctl"),
-            "-D",
-            data,
-            "-o",
-            options,
-            "-l",
-            str(self.directory / "log"),
-            "-w",
-            "start",
-        )
-        self.base = f"postgresql://rewind@127.0.0.1:{port}/postgres"
-
-    def _as_owner(self, *command: str) -> None:
-        prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-        subprocess.run([*prefix, *command], check=True, capture_output=True, timeout=120)
-
-    def schema(self, *settings: str) -> str:
-        """A URL whose connections use a new, empty schema (and ``settings``); call
-        ``rewinddb_schema()`` for one that rewinddb's connections use."""
-        name = f"rewind_bench_{uuid.uuid4().hex[:10]}"
-        with psycopg.connect(self.base, autocommit=True) as conn:
-            conn.execute(f"CREATE SCHEMA {name}")
-        self.schemas.append(name)
-        return self.url(name, *settings)
+        try:
+            super().__init__(url=url)
+        except RewindError as error:
+            if error.code != "missing.postgresql":
+                raise
+            sys.exit(f"{error.message} (--url)")
+        self.rewinddb_settings = settings
 
     def rewinddb_schema(self, *settings: str) -> str:
-        """``schema()`` with the ``--setting`` settings for rewinddb's connections."""
-        return self.schema(*self.settings, *settings)
-
-    def url(self, schema: str, *settings: str) -> str:
-        """A URL whose connections use ``schema`` and the ``name=value`` settings."""
-        return with_options(self.base, f"search_path={schema}", *settings)
+        """``new_schema()`` with the ``--setting`` settings, for rewinddb's connections."""
+        return self.new_schema(*self.rewinddb_settings, *settings)
 
     def describe(self) -> str:
         with psycopg.connect(self.base, autocommit=True) as conn:
             version = conn.execute("SHOW server_version").fetchone()[0]
             values = [f"{name}={conn.execute(f'SHOW {name}').fetchone()[0]}" for name in SETTINGS]
-        where = "throwaway cluster on 127.0.0.1 (TCP)" if self.directory else "given by --url"
-        extra = (
-            f"; rewinddb's connections only: {', '.join(self.settings)}" if self.settings else ""
-        )
-        return f"PostgreSQL {version}, {where}; " + ", ".join(values) + extra
-
-    def close(self) -> None:
-        if self.directory is None:
-            if self.schemas:
-                with psycopg.connect(self.base, autocommit=True) as conn:
-                    for name in self.schemas:
-                        conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
-            return
-        try:
-            assert self.bin is not None
-            self._as_owner(
-                str(self.bin / "pg_ctl"),
-                "-D",
-                str(self.directory / "data"),
-                "-m",
-                "fast",
-                "-w",
-                "stop",
-            )
-        finally:
-            shutil.rmtree(self.directory, ignore_errors=True)
+        where = "given by --url" if self.given else "throwaway cluster on 127.0.0.1 (TCP)"
+        extra = self.rewinddb_settings
+        shown = f"; rewinddb's connections only: {', '.join(extra)}" if extra else ""
+        return f"PostgreSQL {version}, {where}; " + ", ".join(values) + shown
 
 
 # -- writer processes ------------------------------------------------------------
@@ -565,7 +348,7 @@ class Workload:
     def __init__(self, server: Server, sizes: Sizes) -> None:
         self.sizes = sizes
         self.url = server.rewinddb_schema()
-        self.raw_url = server.schema()
+        self.raw_url = server.new_schema()
         self.db = rewinddb.open(self.url)
         self.raw = psycopg.connect(self.raw_url, autocommit=True)
         self.runs = itertools.count()
@@ -813,27 +596,6 @@ def measure_profile(sizes: Sizes, workload: Workload, pool: Writers, report: Rep
 # -- main ------------------------------------------------------------------------
 
 
-def load_average() -> str:
-    try:
-        return f"{os.getloadavg()[0]:.2f}"
-    except OSError:
-        return "unknown"
-
-
-def describe_machine(argv: list[str], server: Server) -> str:
-    command = shlex.join([os.path.relpath(sys.executable), *argv])
-    return "\n".join(
-        [
-            f"command:  {command}",
-            f"python:   {platform.python_version()} ({platform.python_implementation()})",
-            f"server:   {server.describe()}",
-            f"sqlite:   {sqlite3.sqlite_version} (module sqlite3)",
-            f"rewinddb: {rewinddb.__version__}, psycopg {psycopg.__version__}",
-            f"machine:  {platform.platform()}, {os.cpu_count()} CPUs, load {load_average()}",
-        ]
-    )
-
-
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run: small N, 1 and 4")
@@ -859,7 +621,15 @@ def main(argv: list[str]) -> int:
     server = Server(args.url, tuple(args.setting))
     pool: Writers | None = None
     try:
-        print(describe_machine([sys.argv[0], *argv], server))
+        print(
+            describe_machine(
+                [sys.argv[0], *argv],
+                ("python", python_version()),
+                ("server", server.describe()),
+                ("sqlite", f"{sqlite3.sqlite_version} (module sqlite3)"),
+                ("rewinddb", f"{rewinddb.__version__}, psycopg {psycopg.__version__}"),
+            )
+        )
         print(
             f"run:      {'quick (small sizes, targets indicative only)' if args.quick else 'full'}"
         )
@@ -874,8 +644,7 @@ def main(argv: list[str]) -> int:
 
                 def pg_new() -> tuple[str, str]:
                     url = server.rewinddb_schema()
-                    schema = server.schemas[-1]
-                    return url, server.url(schema, "synchronous_commit=off")
+                    return url, server.url_for(server.schemas[-1], "synchronous_commit=off")
 
                 def sqlite_new() -> tuple[str, str]:
                     path = str(scratch / f"db-{next(paths)}")
