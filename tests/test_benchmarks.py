@@ -1,53 +1,103 @@
-"""The benchmark scripts keep running (a quick smoke run; no timing is asserted)."""
+"""The benchmark scripts keep running: one small smoke run of each (no timing is asserted),
+checked for the figures it should print."""
 
 from __future__ import annotations
 
+import glob
+import importlib.util
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
+
+from rewinddb.testing import BINARIES
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_core_benchmark_quick_run() -> None:
+@dataclass(frozen=True)
+class Script:
+    name: str  # benchmarks/<name>.py
+    args: tuple[str, ...]
+    shown: tuple[str, ...]  # what its output must contain
+    needs: str | None = None  # a module the script needs (skipped without it)
+    postgres: bool = False  # needs PostgreSQL's server binaries
+    counted: tuple[tuple[str, int], ...] = ()  # (text, how many times it is shown)
+
+
+SCRIPTS = [
+    Script(
+        "core",
+        ("--quick",),
+        ("10 forks, 20 writes", "fork of a", "kv.put", "events.append"),
+    ),
+    Script(
+        "web",
+        ("--quick",),
+        (
+            "built 20 branches and 2,000 events",
+            "GET /  (overview",
+            "GET /.json",
+            "GET /branches/long-run",
+            "/compare?a=",
+            "raw sqlite3",
+            "ratio",
+            "dots for 2,000 events",
+        ),
+        needs="fastapi",
+        counted=(("event fragment #", 3),),
+    ),
+    Script(
+        "postgres",
+        ("--quick",),
+        (
+            "fsync=on, synchronous_commit=on",
+            "events.append, 1 writer",
+            "kv.put, 4 writers",
+            "PostgreSQL: fork of a",
+            "SQLite: fork of a",
+            "PostgreSQL: key with",
+            'kv.put: PostgreSQL vs SQLite durability="full"',
+            "advisory lock wait",
+            "ratio = rewinddb / baseline",
+        ),
+        needs="psycopg",
+        postgres=True,
+    ),
+    Script(
+        "notebook",
+        ("--events", "300", "--moves", "20"),
+        ("slider move, median of 20",),
+    ),
+    Script(
+        "langgraph_savers",
+        ("--turns", "5"),
+        ("RewindSaver", "bytes on disk vs SqliteSaver"),
+    ),
+]
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda script: script.name)
+def test_benchmark_small_run(script: Script) -> None:
+    if script.needs and importlib.util.find_spec(script.needs) is None:
+        pytest.skip(f"benchmarks/{script.name}.py needs {script.needs}")
+    if script.postgres and not glob.glob(f"{BINARIES}/pg_ctl"):
+        pytest.fail(
+            f"PostgreSQL's server is not installed (no {BINARIES}/pg_ctl): "
+            "run .ci/run, which installs Debian's postgresql package"
+        )
     result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "core.py"), "--quick"],
+        [sys.executable, str(ROOT / "benchmarks" / f"{script.name}.py"), *script.args],
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    for figure in ("10 forks, 20 writes", "fork of a", "kv.put", "events.append"):
-        assert figure in result.stdout, figure
-
-
-def test_notebook_benchmark_small_run() -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "notebook.py"),
-            "--events",
-            "300",
-            "--moves",
-            "20",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "slider move, median of 20" in result.stdout
-
-
-def test_langgraph_benchmark_small_run() -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "langgraph_savers.py"), "--turns", "5"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "RewindSaver" in result.stdout and "bytes on disk vs SqliteSaver" in result.stdout
+    assert "Traceback" not in result.stderr
+    for shown in script.shown:
+        assert shown in result.stdout, shown
+    for text, times in script.counted:
+        assert result.stdout.count(text) == times, text
