@@ -33,7 +33,6 @@ import tempfile
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 from urllib.parse import quote
 
@@ -202,10 +201,5 @@ class PostgresServer:
     def __enter__(self) -> PostgresServer:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
