@@ -434,6 +434,10 @@ def measure_storage(sizes: Sizes, report: Report) -> None:
                 versions = write_all()
                 write_time = time.perf_counter() - start
             picks = {count: versions[count - 1] for count in (sizes.few, n // 2, n)}
+            # Read from storage, as another process or a later session does: the writing
+            # process itself reads the latest version from the encoding it remembers.
+            db.close()
+            db = rewinddb.open(directory)
             for count, version in picks.items():
                 expect(len(db.json.get("chat", as_of=version)), count, f"version {version}")
             early, middle, latest = interleaved(
