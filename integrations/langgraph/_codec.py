@@ -13,10 +13,13 @@ pydantic models (messages) it serialized, keyed by their content: the whole mess
 is handed over at every checkpoint, and checking that a message is one already seen
 (``model_dump`` packed with msgpack) costs half of serializing it again.
 
-Loading goes through a :class:`Decoder`, which remembers a pickled copy of the items it
-decoded: the same message is read again by every later checkpoint of a thread, and
-``pickle.loads`` of a remembered copy costs a third of the serde's ``loads_typed`` (which
-validates every message anew). Each load still returns objects nobody else holds.
+Loading goes through a :class:`Decoder`, which remembers what the items it decoded were:
+the same message is read again by every later checkpoint of a thread, and rebuilding it
+from memory costs a fraction of the serde's ``loads_typed`` (which validates every message
+anew). A pydantic model whose state is plain data is rebuilt as pickle would rebuild it
+(its own ``__setstate__``) from new dicts and lists that share only immutable values (so a
+long history does not copy every message's text again); anything else is a pickled copy.
+Each load still returns objects nobody else holds.
 """
 
 from __future__ import annotations
@@ -150,9 +153,82 @@ class Encoder:
         return {"version": version, "type": "value", "value": self.item(value)}
 
 
+_AS_IS, _REBUILD, _PICKLED = "as is", "rebuild", "pickled"
+_GETSTATE, _SETSTATE = BaseModel.__getstate__, BaseModel.__setstate__
+_STATE_KEYS = {
+    "__dict__",
+    "__pydantic_extra__",
+    "__pydantic_fields_set__",
+    "__pydantic_private__",
+}
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is made of dicts with str keys, lists and immutable scalars."""
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    if kind is list:
+        return all(_plain(v) for v in value)
+    return kind is str or kind is int or kind is float or kind is bool or value is None
+
+
+def _fresh(value: Any) -> Any:
+    """A copy of a :func:`_plain` value: new dicts and lists, the same immutable scalars."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _fresh(v) for k, v in value.items()}
+    if kind is list:
+        return [_fresh(v) for v in value]
+    return value
+
+
+def _model_state(value: Any) -> tuple | None:
+    """(class, state) to rebuild a pydantic model as pickle would (its own
+    ``__getstate__``/``__setstate__``) when its state is plain data, else None."""
+    kind = type(value)
+    if not isinstance(value, BaseModel) or kind.__getstate__ is not _GETSTATE:
+        return None
+    if kind.__setstate__ is not _SETSTATE:
+        return None
+    state = value.__getstate__()
+    if set(state) != _STATE_KEYS or not all(
+        _plain(state[k]) for k in ("__dict__", "__pydantic_extra__", "__pydantic_private__")
+    ):
+        return None
+    fields_set = state["__pydantic_fields_set__"]
+    if type(fields_set) is not set or not all(type(f) is str for f in fields_set):
+        return None
+    model = (
+        kind,
+        _fresh(state["__dict__"]),
+        _fresh(state["__pydantic_extra__"]),
+        frozenset(fields_set),
+        _fresh(state["__pydantic_private__"]),
+    )
+    again = _rebuild(model)
+    if again != value or again.__pydantic_fields_set__ != value.__pydantic_fields_set__:
+        return None
+    return model
+
+
+def _rebuild(model: tuple) -> Any:
+    kind, fields, extra, fields_set, private = model
+    value = kind.__new__(kind)
+    value.__setstate__(
+        {
+            "__dict__": _fresh(fields),
+            "__pydantic_extra__": _fresh(extra),
+            "__pydantic_fields_set__": set(fields_set),
+            "__pydantic_private__": _fresh(private),
+        }
+    )
+    return value
+
+
 class Decoder:
-    """Loads stored values with the serde, remembering pickled copies of what it loaded
-    (at most ``max_bytes`` of them)."""
+    """Loads stored values with the serde, remembering how to rebuild what it loaded (at
+    most ``max_bytes`` of it)."""
 
     def __init__(self, serde: SerializerProtocol, max_bytes: int = 32 * 1024 * 1024) -> None:
         self.serde = serde
@@ -164,12 +240,21 @@ class Decoder:
         key = stored if isinstance(stored, str) else tuple(stored)
         copy = self._remembered.get(key)
         if copy is not None:
-            immutable, value = copy
-            return value if immutable else pickle.loads(value)
+            how, value = copy
+            if how is _AS_IS:
+                return value
+            return _rebuild(value) if how is _REBUILD else pickle.loads(value)
         kind, data = _split(stored)
         value = self.serde.loads_typed((kind, binascii.a2b_base64(data)))
         if isinstance(value, _IMMUTABLE):
-            self._remembered.put(key, (True, value), len(data))
+            self._remembered.put(key, (_AS_IS, value), len(data))
+            return value
+        try:
+            model = _model_state(value)
+        except Exception:  # e.g. nested too deep to walk: pickle decides below
+            model = None
+        if model is not None:
+            self._remembered.put(key, (_REBUILD, model), 2 * len(data))
             return value
         try:
             pickled = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
@@ -178,7 +263,7 @@ class Decoder:
         except Exception:  # not picklable, or not comparable: always use the serde
             faithful = False
         if faithful:
-            self._remembered.put(key, (False, pickled), len(data) + len(pickled))
+            self._remembered.put(key, (_PICKLED, pickled), len(data) + len(pickled))
         return value
 
     def channel(self, stored: dict) -> Any:
