@@ -531,7 +531,9 @@ def test_overview_graph_survives_a_live_update(chromium: Browser, scratch: Scrat
             writer.events.append("run.step", {"n": dots})
             version = writer.version
         expect(page.locator("#overview")).to_contain_text(f"version {version}", timeout=3_500)
-        expect(page.locator(DOTS)).to_have_count(dots + 1, timeout=1_000)
+        # Drawing the new figure is the browser's work, not the live requirement: give a
+        # loaded machine time for it.
+        expect(page.locator(DOTS)).to_have_count(dots + 1, timeout=5_000)
     finally:
         page.context.close()
 
