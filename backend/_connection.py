@@ -78,6 +78,7 @@ class Connection:
         self.busy_timeout = busy_timeout
         self.lock = threading.RLock()
         self._depth = 0
+        self._reading = False  # the open transaction is a snapshot (read-only)
         self._closed = False
         #: Called after a transaction rolls back (caches of rows it wrote are stale).
         self.rolled_back: list[Callable[[], None]] = []
@@ -215,10 +216,12 @@ class Connection:
                 return
             self._begin(write=False)
             self._depth += 1
+            self._reading = True
             try:
                 yield
             finally:
                 self._depth -= 1
+                self._reading = False
                 self._end(commit=True)
 
     @contextmanager
@@ -232,6 +235,12 @@ class Connection:
             self.check_open()
             if self.readonly:
                 raise ReadOnlyError("this database was opened read-only")
+            if self._reading:
+                raise RewindError(
+                    "writes do not belong inside db.read() (a read-only snapshot); "
+                    "write before or after the block",
+                    code="invalid.transaction",
+                )
             depth = self._depth
             if depth == 0:
                 self._begin(write=True)

@@ -143,6 +143,10 @@ class PostgresConnection(Connection):
             return raw.execute(sql)
         except (pg_errors.LockNotAvailable, psycopg.OperationalError) as error:
             raise self._failed(error) from error
+        except psycopg.Error as error:  # never a raw driver error to the caller
+            raise RewindError(
+                f"PostgreSQL refused a statement: {str(error).strip()}", code="storage"
+            ) from error
 
     def _run_many(self, sql: str, rows: Sequence[Params]) -> None:
         raw = self._usable()
@@ -193,8 +197,14 @@ class PostgresConnection(Connection):
     # -- schema ------------------------------------------------------------------------
 
     def _has_meta(self) -> bool:
-        row = self.fetchone("SELECT to_regclass('rewind_meta')")
-        return row is not None and row[0] is not None
+        # The catalog itself, not to_regclass(): that answers from this backend's cached
+        # lookups, which waiting on the write lock does not refresh, so a process that
+        # waited while another created the schema would not see it.
+        row = self.fetchone(
+            "SELECT count(*) FROM pg_catalog.pg_tables "
+            "WHERE schemaname = current_schema() AND tablename = 'rewind_meta'"
+        )
+        return bool(row and row[0])
 
     def _is_empty(self) -> bool:
         row = self.fetchone(

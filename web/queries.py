@@ -31,10 +31,12 @@ def overview(db: rewinddb.Database) -> dict[str, Any]:
     with db.read():
         branches = db.branches.list()
         per_branch = max(2, GRAPH_POINTS // max(len(branches), 1))
+        live = {branch.name for branch in branches}
         rows = []
         for branch in branches:
             row = branch.to_dict()
             row["url"] = branch_url(branch.name)
+            row["parent_live"] = branch.parent in live
             rows.append(row)
         return {
             "version": db.version,
@@ -87,6 +89,7 @@ def branch_page(
     with db.read():
         info = view.info().to_dict()
         info["url"] = branch_url(branch)
+        info["parent_live"] = info["parent"] is not None and db.branches.exists(info["parent"])
         check = view.events.verify()
         return {
             "branch": info,
@@ -103,42 +106,87 @@ def branch_page(
 
 def event_detail(db: rewinddb.Database, branch: str, sequence: int) -> dict[str, Any]:
     """The state as of event ``sequence`` on ``branch``, who last changed each key, and
-    the diff from the previous event (from the fork point, for the branch's first)."""
+    the diff from the previous event (from the fork point, for the branch's first).
+
+    A branch has no history of its own before its fork point, so an inherited event is
+    read on the branch it happened on. If that ancestor was deleted, its reads are gone:
+    the state is then reported unavailable, and the diff starts at the fork point.
+    """
     view = db.at(branch)
     with db.read():
         length = view.events.length()
         if sequence >= length:
             raise PageNotFound(f"branch {branch!r} has {length} events; there is no #{sequence}")
         event = view.events.get(sequence)
-        # Inherited events are read where they happened: a branch has no history of its
-        # own before its fork point.
-        here = db.at(event.branch)
-        if sequence > 0:
-            before = view.events.get(sequence - 1)
-            previous_branch, previous_version = before.branch, before.version
-        else:
-            previous_branch, previous_version = event.branch, here.info().forked_at
-        previous = {"branch": previous_branch, "version": previous_version}
-        diff = db.diff(
-            previous_branch, event.branch, as_of_a=previous_version, as_of_b=event.version
-        )
-        snapshot = here.snapshot(as_of=event.version)
-        blame = here.blame(as_of=event.version)
-        return {
-            "branch": branch,
-            "event": _event_row(branch, event),
-            "point": {"branch": event.branch, "version": event.version},
-            "previous": previous,
-            "state": {
+        forked_at = view.info().forked_at
+        point = (branch, event.version) if event.version >= forked_at else None
+        if point is None and db.branches.exists(event.branch):
+            point = (event.branch, event.version)
+        previous = _previous_point(db, view, sequence, forked_at)
+        state: dict[str, list[dict[str, Any]]] | None = None
+        diff = None
+        if point is not None:
+            here = db.at(point[0])
+            snapshot = here.snapshot(as_of=point[1])
+            blame = here.blame(as_of=point[1])
+            state = {
                 space: [
                     _state_row(branch, space, key, value, blame[space].get(key))
                     for key, value in snapshot[space].items()
                 ]
                 for space in ("kv", "json", "state")
-            },
-            "diff": diff.to_dict(),
+            }
+            if previous is not None:
+                diff = db.diff(
+                    previous["branch"], point[0], as_of_a=previous["version"], as_of_b=point[1]
+                ).to_dict()
+        return {
+            "branch": branch,
+            "event": _event_row(branch, event),
+            "point": None if point is None else {"branch": point[0], "version": point[1]},
+            "previous": previous,
+            "state": state,
+            "diff": diff,
+            "unavailable": None
+            if point is not None
+            else f"this event happened on {event.branch!r}, which was deleted: its state "
+            f"can no longer be read (this branch's own history starts at version {forked_at})",
             "length": length,
         }
+
+
+def _previous_point(
+    db: rewinddb.Database, view: rewinddb.BranchView, sequence: int, forked_at: int
+) -> dict[str, Any] | None:
+    """Where "what changed" starts: the previous event's point, or the fork point."""
+    if sequence > 0:
+        before = view.events.get(sequence - 1)
+        if before.version >= forked_at:
+            return {
+                "branch": view.branch,
+                "version": before.version,
+                "label": f"event #{sequence - 1}",
+            }
+        if db.branches.exists(before.branch):
+            return {
+                "branch": before.branch,
+                "version": before.version,
+                "label": f"event #{sequence - 1}",
+            }
+        return {
+            "branch": view.branch,
+            "version": forked_at,
+            "label": f"the fork point (version {forked_at}; event #{sequence - 1} "
+            "was on a deleted branch)",
+        }
+    owner = view.branch
+    info = view.info()
+    event = view.events.get(0)
+    if event.branch != view.branch:  # inherited from an ancestor: that one's fork point
+        if not db.branches.exists(event.branch):
+            return None
+        owner, info = event.branch, db.branches.get(event.branch)
+    return {"branch": owner, "version": info.forked_at, "label": "the fork point"}
 
 
 def key_history(db: rewinddb.Database, branch: str, space: str, key: str) -> dict[str, Any]:

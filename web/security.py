@@ -52,9 +52,13 @@ def csrf_ok(request: Request, expected: str, submitted: str | None) -> bool:
     """True if ``submitted`` is this server's token and the request came from one of
     its own pages (a browser sends ``Origin`` on cross-site POSTs)."""
     origin = request.headers.get("origin")
-    if origin is not None and origin != "null":
-        if urlsplit(origin).netloc != request.headers.get("host", ""):
+    if origin is not None:
+        parts = urlsplit(origin)
+        if origin == "null" or (parts.scheme, parts.netloc) != (
+            request.url.scheme,
+            request.headers.get("host", ""),
+        ):
             return False
-    elif origin == "null":
-        return False
-    return submitted is not None and hmac.compare_digest(submitted, expected)
+    return submitted is not None and hmac.compare_digest(
+        submitted.encode("utf-8", "surrogatepass"), expected.encode()
+    )

@@ -42,7 +42,10 @@ def fork(
     refused = _refused(request, csrf_token)
     if refused is not None:
         return refused
-    db_of(request).branches.fork(decode(branch), name, at_event=at_event)
+    try:
+        db_of(request).branches.fork(decode(branch), name, at_event=at_event)
+    except rewinddb.InvalidInputError as error:  # a bad new name is 422, not "not found"
+        return error_response(request, 422, error.code, str(error))
     target = branch_url(name)
     if request.headers.get("hx-request") == "true":
         return Response(status_code=204, headers={"HX-Redirect": target})

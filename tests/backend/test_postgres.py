@@ -179,3 +179,41 @@ def test_urls_are_shown_without_passwords(postgres: Any) -> None:
     with pytest.raises(rewinddb.RewindError) as info:
         rewinddb.open("postgresql://me:s3cret@127.0.0.1:1/agents", busy_timeout=1)
     assert "s3cret" not in str(info.value)
+
+
+def _open_at_once(url: str, barrier: Any, results: Any) -> None:
+    barrier.wait()
+    try:
+        with rewinddb.open(url) as db:
+            db.kv.put(f"k{id(db)}", 1)
+        results.put("ok")
+    except Exception as error:  # reported to the test, which fails with it
+        results.put(repr(error))
+
+
+@pytest.mark.slow
+def test_several_processes_creating_one_database_at_once(postgres_url: str) -> None:
+    context = multiprocessing.get_context("spawn")
+    barrier, results = context.Barrier(6), context.Queue()
+    workers = [
+        context.Process(target=_open_at_once, args=(postgres_url, barrier, results))
+        for _ in range(6)
+    ]
+    for worker in workers:
+        worker.start()
+    outcomes = [results.get(timeout=120) for _ in workers]
+    for worker in workers:
+        worker.join(timeout=30)
+    assert outcomes == ["ok"] * 6
+    with rewinddb.open(postgres_url) as db:
+        assert len(db.kv.keys()) == 6 and db.branches.names() == ["default"]
+
+
+def test_writes_inside_a_read_block_are_refused_on_both_backends(db: rewinddb.Database) -> None:
+    db.kv.put("a", 1)
+    with db.read(), pytest.raises(rewinddb.RewindError) as info:
+        db.kv.put("a", 2)
+    assert info.value.code == "invalid.transaction"
+    assert db.kv.get("a") == 1
+    db.kv.put("a", 3)  # and afterwards writes work
+    assert db.kv.get("a") == 3

@@ -67,7 +67,11 @@ def test_event_fragment_shows_state_diff_and_blame(client: TestClient) -> None:
     assert "<html" in full.text and 'data-sequence="6"' in full.text  # the permalink
     detail = client.get("/branches/research/events/6.json").json()
     assert detail == client.get("/api/branches/research/events/6").json()
-    assert detail["previous"] == {"branch": "research", "version": detail["point"]["version"] - 1}
+    assert detail["previous"] == {
+        "branch": "research",
+        "version": detail["point"]["version"] - 1,
+        "label": "event #5",
+    }
     paths = {c["path"] for c in detail["diff"]["changes"]}
     assert "$.sources[2]" in paths
     notebook = next(row for row in detail["state"]["json"] if row["key"] == "notebook")
@@ -214,3 +218,43 @@ def test_api_docs_page_lists_the_routes_without_a_cdn(client: TestClient) -> Non
     assert page.status_code == 200
     assert "/api/branches/{branch}/events/{sequence}" in page.text
     assert "cdn" not in page.text.lower() and '<script src="http' not in page.text
+
+
+def test_a_branch_whose_parent_was_deleted_still_shows_its_events(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import rewinddb
+    from rewinddb.web import create_app
+
+    with rewinddb.open(tmp_path / "db") as db:
+        db.events.append("root", {})
+        db.branches.fork("default", "par")
+        db.at("par").events.append("on.parent", {})
+        db.at("par").kv.put("pk", 1)
+        db.branches.fork("par", "child")
+        db.at("child").events.append("own", {})
+        db.branches.delete("par")
+    with TestClient(create_app(tmp_path / "db")) as client:
+        inherited = client.get("/branches/child/events/1.json").json()
+        assert inherited["state"] is None and "deleted" in inherited["unavailable"]
+        own = client.get("/branches/child/events/2.json").json()
+        assert own["point"] == {"branch": "child", "version": own["event"]["version"]}
+        assert own["previous"]["label"].startswith("the fork point")
+        assert {row["key"] for row in own["state"]["kv"]} == {"pk"}
+        for n in range(3):
+            assert client.get(f"/branches/child/events/{n}").status_code == 200
+        page = client.get("/branches/child").text
+        assert "par (deleted)" in page and 'href="/branches/par"' not in page
+        assert 'href="/branches/par"' not in client.get("/").text
+
+
+def test_csrf_tokens_that_are_not_ascii_are_refused_not_500(writable: TestClient) -> None:
+    form = {"name": "x", "csrf_token": "é"}
+    assert writable.post("/branches/research/fork", data=form).status_code == 403
+    token = writable.app.state.csrf_token  # type: ignore[attr-defined]
+    blank = writable.post("/branches/research/fork", data={"name": " ", "csrf_token": token})
+    assert blank.status_code == 422
+    https = writable.post(
+        "/branches/research/fork",
+        data={"name": "y", "csrf_token": token},
+        headers={"Origin": "https://testserver"},
+    )
+    assert https.status_code == 403  # another scheme is another origin
