@@ -142,7 +142,7 @@ class WriteContext:
                 "?, ?, ?, ? FROM (SELECT max(v) AS v, max(t) AS t FROM ("
                 "SELECT version AS v, ts AS t FROM (SELECT version, ts FROM rewind_commits "
                 "ORDER BY version DESC LIMIT 1) newest UNION ALL "
-                "SELECT CAST(value AS INTEGER), 0 FROM rewind_meta WHERE key = 'clock_floor' "
+                "SELECT CAST(value AS BIGINT), 0 FROM rewind_meta WHERE key = 'clock_floor' "
                 "UNION ALL SELECT 0, 0) known) clock RETURNING version, ts",
                 (
                     self.branch.id,
@@ -272,7 +272,7 @@ class Engine:
         """
         rows = self.conn.fetchall(
             "SELECT max(version) FROM rewind_commits UNION ALL "
-            "SELECT CAST(value AS INTEGER) FROM rewind_meta WHERE key = 'clock_floor'"
+            "SELECT CAST(value AS BIGINT) FROM rewind_meta WHERE key = 'clock_floor'"
         )
         return max((int(value) for (value,) in rows if value is not None), default=0)
 

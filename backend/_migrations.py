@@ -25,8 +25,31 @@ if TYPE_CHECKING:
 
 Migration = Callable[["Connection"], None]
 
+#: 64-bit columns of schema 2 (on PostgreSQL schema 1 made them 32-bit INTEGER).
+_INT64_COLUMNS = {
+    "rewind_branches": ("id", "parent_id", "forked_at"),
+    "rewind_commits": ("version", "branch_id", "merge_branch_id", "merge_version"),
+    "rewind_entries": ("branch_id", "version"),
+    "rewind_seqs": ("id", "base_id", "base_len"),
+    "rewind_seq_items": ("seq_id", "idx"),
+    "rewind_events": ("branch_id", "sequence", "version", "origin_branch_id", "origin_sequence"),
+}
+
+
+def _to_schema_2(conn: Connection) -> None:
+    """Versions, sequences and ids become BIGINT on PostgreSQL, so a clock (or an imported
+    one) past 2**31 keeps working. SQLite's INTEGER is 64-bit already: nothing to do."""
+    if conn.dialect != "postgresql":
+        return
+    for table, columns in _INT64_COLUMNS.items():
+        changes = ", ".join(f"ALTER COLUMN {column} TYPE BIGINT" for column in columns)
+        conn.execute(f"ALTER TABLE {table} {changes}")
+    for table in ("rewind_branches", "rewind_seqs"):
+        conn.execute(f"ALTER SEQUENCE {table}_id_seq AS BIGINT")
+
+
 #: schema version N -> the migration from N-1 to N. Schema 1 is the first released one.
-MIGRATIONS: dict[int, Migration] = {}
+MIGRATIONS: dict[int, Migration] = {2: _to_schema_2}
 
 
 def stored_version(conn: Connection) -> int:

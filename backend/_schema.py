@@ -17,13 +17,26 @@ primary key is the table (one b-tree fewer to write per commit); other backends 
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Index, LargeBinary, text
+from sqlalchemy import BigInteger, Column, Index, Integer, LargeBinary, text
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: the first schema. 2: versions, sequences and ids are 64-bit on PostgreSQL too
+(SQLite's INTEGER always was); see ``_migrations``."""
 
 
 _WITHOUT_ROWID = {"sqlite_with_rowid": False}
+
+
+def _int64(**kwargs: object) -> Column:
+    """A 64-bit integer column (versions, sequences, ids: BIGINT on PostgreSQL)."""
+    return Column(BigInteger, **kwargs)  # type: ignore[arg-type]
+
+
+def _int64_id() -> Column:
+    """An auto-numbered 64-bit id: BIGSERIAL on PostgreSQL; on SQLite INTEGER PRIMARY
+    KEY, so it stays the rowid."""
+    return Column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
 
 
 class Meta(SQLModel, table=True):
@@ -50,10 +63,10 @@ class BranchRow(SQLModel, table=True):
         ),
     )
 
-    id: int | None = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, sa_column=_int64_id())
     name: str
-    parent_id: int | None = Field(default=None)
-    forked_at: int
+    parent_id: int | None = Field(default=None, sa_column=_int64(nullable=True))
+    forked_at: int = Field(sa_column=_int64(nullable=False))
     created_at: int = Field(sa_column=Column(BigInteger, nullable=False))
     deleted_at: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
 
@@ -72,13 +85,13 @@ class CommitRow(SQLModel, table=True):
         ),
     )
 
-    version: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
-    branch_id: int
+    version: int = Field(sa_column=_int64(primary_key=True, autoincrement=False))
+    branch_id: int = Field(sa_column=_int64(nullable=False))
     ts: int = Field(sa_column=Column(BigInteger, nullable=False))
     trigger: str | None = None
     message: str | None = None
-    merge_branch_id: int | None = None
-    merge_version: int | None = None
+    merge_branch_id: int | None = Field(default=None, sa_column=_int64(nullable=True))
+    merge_version: int | None = Field(default=None, sa_column=_int64(nullable=True))
 
 
 class EntryRow(SQLModel, table=True):
@@ -87,10 +100,10 @@ class EntryRow(SQLModel, table=True):
     __tablename__ = "rewind_entries"
     __table_args__ = (Index("ix_rewind_entries_version", "branch_id", "version"), _WITHOUT_ROWID)
 
-    branch_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    branch_id: int = Field(sa_column=_int64(primary_key=True, autoincrement=False))
     space: str = Field(primary_key=True)
     key: str = Field(primary_key=True)
-    version: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    version: int = Field(sa_column=_int64(primary_key=True, autoincrement=False))
     kind: int  # 0 JSON, 1 bytes, 2 deleted
     body: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
     refs: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
@@ -102,9 +115,9 @@ class SeqRow(SQLModel, table=True):
 
     __tablename__ = "rewind_seqs"
 
-    id: int | None = Field(default=None, primary_key=True)
-    base_id: int | None = None
-    base_len: int = 0
+    id: int | None = Field(default=None, sa_column=_int64_id())
+    base_id: int | None = Field(default=None, sa_column=_int64(nullable=True))
+    base_len: int = Field(default=0, sa_column=_int64(nullable=False))
 
 
 class SeqItemRow(SQLModel, table=True):
@@ -113,8 +126,8 @@ class SeqItemRow(SQLModel, table=True):
     __tablename__ = "rewind_seq_items"
     __table_args__ = (_WITHOUT_ROWID,)
 
-    seq_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
-    idx: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    seq_id: int = Field(sa_column=_int64(primary_key=True, autoincrement=False))
+    idx: int = Field(sa_column=_int64(primary_key=True, autoincrement=False))
     item: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     prefix_hash: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
 
@@ -135,16 +148,16 @@ class EventRow(SQLModel, table=True):
         _WITHOUT_ROWID,
     )
 
-    branch_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
-    sequence: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
-    version: int
+    branch_id: int = Field(sa_column=_int64(primary_key=True, autoincrement=False))
+    sequence: int = Field(sa_column=_int64(primary_key=True, autoincrement=False))
+    version: int = Field(sa_column=_int64(nullable=False))
     event_type: str
     payload: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     ts: int = Field(sa_column=Column(BigInteger, nullable=False))
     hash: str
     #: For an event a merge carried here: the event it is a copy of (its first home).
-    origin_branch_id: int | None = None
-    origin_sequence: int | None = None
+    origin_branch_id: int | None = Field(default=None, sa_column=_int64(nullable=True))
+    origin_sequence: int | None = Field(default=None, sa_column=_int64(nullable=True))
 
 
 #: The tables of a rewinddb database, in creation order (never all of SQLModel's global

@@ -3,6 +3,7 @@ in one transaction, never when opened read-only, and a newer schema is refused."
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -96,3 +97,32 @@ def test_migrate_command(db_path: Path) -> None:
         timeout=60,
     )
     assert missing.returncode == 1 and "no rewinddb database" in missing.stderr
+
+
+def _make_schema_1(db: rewinddb.Database) -> None:
+    """Turn a new database back into what schema 1 made (32-bit columns on PostgreSQL)."""
+    conn = db._engine.conn
+    if conn.dialect == "postgresql":
+        for table, columns in _migrations._INT64_COLUMNS.items():
+            changes = ", ".join(f"ALTER COLUMN {column} TYPE INTEGER" for column in columns)
+            conn.execute(f"ALTER TABLE {table} {changes}")
+    conn.execute("UPDATE rewind_meta SET value = '1' WHERE key = 'schema_version'")
+
+
+def test_schema_1_is_migrated_to_64_bit_versions(db_target: str | Path) -> None:
+    with rewinddb.open(db_target) as db:
+        db.kv.put("k", 1)
+        db.events.append("e", {"n": 1})
+        exported = io.BytesIO()
+        db.export_jsonl(exported)
+        _make_schema_1(db)
+    with rewinddb.open(db_target) as db:
+        assert db._engine.conn.schema_migrated == (1, _schema.SCHEMA_VERSION)
+        assert db.kv.get("k") == 1 and db.events.length() == 1
+        # A clock past 2**31 (an imported history's floor) works on both backends now.
+        db._engine.conn.execute(
+            "INSERT INTO rewind_meta (key, value) VALUES ('clock_floor', ?)", (str(2**40),)
+        )
+        version = db.kv.put("k", 2)
+        assert version == 2**40 + 1 and db.kv.get("k", as_of=version) == 2
+        assert db.events.append("e", {"n": 2}).version == 2**40 + 2
