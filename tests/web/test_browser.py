@@ -115,16 +115,10 @@ def serve(path: Path, log: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("browser") / "demo"
-    build_demo(path).close()
-    return path
-
-
-@pytest.fixture(scope="module")
-def demo_server(demo_db: Path) -> Iterator[str]:
-    """The explorer on the demo database, shared by the tests that only read it."""
-    with serve(demo_db, demo_db.parent / "server.log") as base:
+def demo_server(demo_path: Path) -> Iterator[str]:
+    """The explorer on the demo database (conftest's), shared by the tests that only
+    read it."""
+    with serve(demo_path, demo_path.parent / "server.log") as base:
         yield base
 
 
