@@ -217,8 +217,13 @@ class PostgresConnection(Connection):
         return postgresql.dialect()  # type: ignore[no-untyped-call]
 
     def contains_text(self, column: str, *, binary: bool = False) -> str:
+        # ASCII letters only, as SQLite's LIKE: ILIKE would fold by the server's locale.
         text = f"convert_from({column}, 'UTF8')" if binary else column
-        return f"{text} ILIKE ? ESCAPE '\\'"
+        upper, lower = "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"
+        return (
+            f"translate({text}, '{upper}', '{lower}') "
+            f"LIKE translate(?, '{upper}', '{lower}') ESCAPE '\\'"
+        )
 
     @property
     def errors(self) -> tuple[type[Exception], ...]:
