@@ -120,6 +120,16 @@ class Connection:
         """The driver's exception classes (a statement the database refused)."""
         raise NotImplementedError
 
+    def change_token(self) -> int | None:
+        """A number that stays the same while no OTHER connection commits (so rows this
+        connection read are still current, unless it changed them itself); None if the
+        backend has no cheap way to tell (then nothing may be cached across statements)."""
+        return None
+
+    def total_changes(self) -> int:
+        """How many rows this connection has changed since it opened (-1: not known)."""
+        return -1
+
     def contains_text(self, column: str, *, binary: bool = False) -> str:
         """A condition: ``column`` (text, or UTF-8 bytes if ``binary``) matches the ``?``
         parameter, a LIKE pattern with ``\\`` as escape; ASCII letters match either case."""
@@ -299,6 +309,8 @@ class SQLiteConnection(Connection):
         else:
             raw = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._raw = raw
+        #: ``PRAGMA data_version`` as read in the open transaction (fixed until it ends).
+        self._token: int | None = None
         raw.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         raw.execute(f"PRAGMA synchronous = {DURABILITY_LEVELS[durability]}")
         raw.execute("PRAGMA foreign_keys = OFF")
@@ -310,7 +322,23 @@ class SQLiteConnection(Connection):
     def _run_many(self, sql: str, rows: Sequence[Params]) -> None:
         self._raw.executemany(sql, rows)
 
+    def change_token(self) -> int:
+        """``PRAGMA data_version``: it changes when another connection commits. Inside a
+        transaction nobody else's commit becomes visible (a write transaction holds the
+        write lock, a read transaction its snapshot), so it is read once per transaction."""
+        token = self._token
+        if token is None:
+            self.check_open()
+            token = int(self._raw.execute("PRAGMA data_version").fetchone()[0])
+            if self._depth:
+                self._token = token
+        return token
+
+    def total_changes(self) -> int:
+        return self._raw.total_changes
+
     def _begin(self, *, write: bool) -> None:
+        self._token = None
         if not write:
             self._raw.execute("BEGIN")
             return
@@ -320,6 +348,7 @@ class SQLiteConnection(Connection):
             raise storage_error(error) from error
 
     def _end(self, *, commit: bool) -> None:
+        self._token = None
         if not commit:
             self._raw.execute("ROLLBACK")
             return

@@ -193,6 +193,16 @@ class Engine:
         self._records: dict[int, BranchRecord] = {}
         conn.rolled_back.append(self._records.clear)  # ids of rolled-back rows get reused
         self._group: WriteContext | None = None
+        # Live branches by name and the clock, as read while the connection's change token
+        # (SQLite: PRAGMA data_version, which only another connection's commit changes)
+        # had the value they are stored with. This connection's own changes forget them
+        # (``forget_cached``: forks, deletes, imports, rollbacks; the clock also when the
+        # connection changed any row since). PostgreSQL has no such token: no caching.
+        self._cache = conn.dialect == "sqlite"
+        self._by_name: dict[str, BranchRecord] = {}
+        self._names_token: int | None = None
+        self._clock: tuple[int, int, int] | None = None  # (token, total changes, clock)
+        conn.rolled_back.append(self.forget_cached)
 
     # -- branches ----------------------------------------------------------------
 
@@ -205,9 +215,28 @@ class Engine:
         )
         return None if row is None else int(row[0])
 
+    def forget_cached(self) -> None:
+        """Forget the cached branch records and clock (this connection changed them)."""
+        self._by_name.clear()
+        self._names_token = None
+        self._clock = None
+
     def branch(self, name: str) -> BranchRecord:
         """The live branch called ``name``; ``BranchNotFound`` if there is none."""
         check_name(name, "branch")
+        if not self._cache:
+            return self._branch_row(name)
+        with self.conn.lock:
+            token = self.conn.change_token()
+            if token != self._names_token:
+                self._by_name.clear()
+                self._names_token = token
+            record = self._by_name.get(name)
+            if record is None:
+                record = self._by_name[name] = self._branch_row(name)
+            return record
+
+    def _branch_row(self, name: str) -> BranchRecord:
         row = self.conn.fetchone(
             f"SELECT {self._BRANCH_COLUMNS} FROM rewind_branches "
             "WHERE name = ? AND deleted_at IS NULL",
@@ -270,6 +299,19 @@ class Engine:
         A database imported from part of another one starts its clock where the
         original's stood (``clock_floor``), so new versions never land in its past.
         """
+        if not self._cache:
+            return self._read_clock()
+        with self.conn.lock:
+            token = self.conn.change_token()
+            changes = self.conn.total_changes()
+            cached = self._clock
+            if cached is not None and cached[0] == token and cached[1] == changes:
+                return cached[2]
+            now = self._read_clock()
+            self._clock = (token, changes, now) if token is not None else None
+            return now
+
+    def _read_clock(self) -> int:
         rows = self.conn.fetchall(
             "SELECT max(version) FROM rewind_commits UNION ALL "
             "SELECT CAST(value AS BIGINT) FROM rewind_meta WHERE key = 'clock_floor'"

@@ -89,6 +89,7 @@ class Branches:
                 "VALUES (?, ?, ?, ?)",
                 (name, record.id, version, now_micros()),
             )
+            engine.forget_cached()
             return self.get(name)
 
     def _event_version(self, record: BranchRecord, sequence: int) -> int:
@@ -167,6 +168,7 @@ class Branches:
                 "UPDATE rewind_branches SET deleted_at = ? WHERE id = ?",
                 (now_micros(), record.id),
             )
+            engine.forget_cached()
 
     def merge(
         self,

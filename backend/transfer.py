@@ -425,6 +425,7 @@ class _Importer:
                 "UPDATE rewind_branches SET created_at = ? WHERE id = ?",
                 (created_at, self.branches[old_id]),
             )
+            self.engine.forget_cached()
             self.result.branches.append(name)
             return
         if parent is None:
@@ -440,6 +441,7 @@ class _Importer:
             "VALUES (?, ?, ?, ?, ?)",
             (name, self.branch_id(parent), forked_at, created_at, deleted_at),
         )
+        self.engine.forget_cached()
         if deleted_at is None:
             self.result.branches.append(name)
 
@@ -607,6 +609,7 @@ class _Importer:
                 "INSERT INTO rewind_meta (key, value) VALUES ('clock_floor', ?)",
                 (str(self.clock),),
             )
+        self.engine.forget_cached()
 
 
 def import_jsonl(

@@ -832,3 +832,50 @@ def test_a_process_killed_while_creating_a_database_leaves_one_that_opens(
             assert db.branches.names() == ["default"]
             assert db.kv.put("k", k) == db.version == 1
     assert not broken, "databases that no longer open:\n" + "\n".join(broken)
+
+
+def test_a_branch_another_connection_deleted_or_recreated_is_seen_at_once(
+    db_target: str | Path,
+) -> None:
+    """Branch records (and the clock) may be cached per connection: what another
+    connection (here: another process) commits must still be seen by the very next call,
+    inside and outside a read transaction."""
+    with rewinddb.open(db_target) as db:
+        db.branches.fork("default", "b")
+        db.at("b").kv.put("k", "old")
+        view = db.at("b")
+        assert view.kv.get("k") == "old"  # the record of "b" and the clock are now known
+        clock = db.version
+        script = (
+            "import sys, rewinddb\n"
+            "with rewinddb.open(sys.argv[1]) as other:\n"
+            "    other.branches.delete('b')\n"
+        )
+        subprocess.run([sys.executable, "-c", script, str(db_target)], check=True, timeout=60)
+        with pytest.raises(rewinddb.BranchNotFound):
+            view.kv.get("k")
+        with pytest.raises(rewinddb.BranchNotFound):
+            view.kv.put("k", "stale")
+        with pytest.raises(rewinddb.BranchNotFound), db.read():
+            view.kv.get("k")
+        script = (
+            "import sys, rewinddb\n"
+            "with rewinddb.open(sys.argv[1]) as other:\n"
+            "    other.branches.fork('default', 'b')\n"
+            "    other.at('b').kv.put('k', 'new')\n"
+        )
+        subprocess.run([sys.executable, "-c", script, str(db_target)], check=True, timeout=60)
+        assert db.version == clock + 1
+        assert view.kv.get("k") == "new"
+        assert db.at("b").info().forked_at == clock
+        # The same with a second connection of this process, inside a write transaction.
+        with rewinddb.open(db_target) as other:
+            other.branches.delete("b")
+            with pytest.raises(rewinddb.BranchNotFound), db.at("default").transaction():
+                db.at("default").kv.put("x", 1)
+                view.kv.put("k", "stale")
+            other.branches.fork("default", "b")
+            assert db.at("b").kv.get("k") is None
+            view.kv.put("k", "mine")
+            assert other.at("b").kv.get("k") == "mine"
+            assert other.version == db.version
