@@ -174,12 +174,21 @@ def _plain(value: Any) -> bool:
 
 
 def _fresh(value: Any) -> Any:
-    """A copy of a :func:`_plain` value: new dicts and lists, the same immutable scalars."""
+    """A copy of a :func:`_plain` value: new dicts and lists, the same immutable scalars.
+    (Scalars are copied by ``copy()`` without a call each: a message is mostly scalars.)"""
     kind = type(value)
     if kind is dict:
-        return {k: _fresh(v) for k, v in value.items()}
+        copied = value.copy()
+        for key, item in value.items():
+            if type(item) is dict or type(item) is list:
+                copied[key] = _fresh(item)
+        return copied
     if kind is list:
-        return [_fresh(v) for v in value]
+        copied = value.copy()
+        for index, item in enumerate(value):
+            if type(item) is dict or type(item) is list:
+                copied[index] = _fresh(item)
+        return copied
     return value
 
 
@@ -199,9 +208,11 @@ def _model_state(value: Any) -> tuple | None:
     fields_set = state["__pydantic_fields_set__"]
     if type(fields_set) is not set or not all(type(f) is str for f in fields_set):
         return None
+    fields = _fresh(state["__dict__"])
     model = (
         kind,
-        _fresh(state["__dict__"]),
+        fields,
+        tuple(k for k, v in fields.items() if type(v) is dict or type(v) is list),
         _fresh(state["__pydantic_extra__"]),
         frozenset(fields_set),
         _fresh(state["__pydantic_private__"]),
@@ -213,11 +224,16 @@ def _model_state(value: Any) -> tuple | None:
 
 
 def _rebuild(model: tuple) -> Any:
-    kind, fields, extra, fields_set, private = model
+    """A new model from :func:`_model_state`'s tuple (``nested``: the fields that hold
+    dicts or lists, the only ones :func:`_fresh` has to copy)."""
+    kind, fields, nested, extra, fields_set, private = model
+    copied = fields.copy()
+    for key in nested:
+        copied[key] = _fresh(copied[key])
     value = kind.__new__(kind)
     value.__setstate__(
         {
-            "__dict__": _fresh(fields),
+            "__dict__": copied,
             "__pydantic_extra__": _fresh(extra),
             "__pydantic_fields_set__": set(fields_set),
             "__pydantic_private__": _fresh(private),
