@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import DatabaseBusyError, RewindError
+from .errors import ConnectionLostError, DatabaseBusyError, RewindError
 
 try:
     import psycopg
@@ -50,12 +50,6 @@ def _check_driver() -> None:
 def redact(url: str) -> str:
     """The URL without its password, for messages and ``db.path``."""
     return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
-
-
-class ConnectionLostError(RewindError):
-    """The server went away during the call; nothing of an open transaction was kept."""
-
-    code = "connection_lost"
 
 
 class PostgresConnection(Connection):

@@ -344,17 +344,12 @@ def _open_server(
     from ._postgres import PostgresConnection
 
     connection = PostgresConnection(
-        url, durability=durability, readonly=readonly or not create, busy_timeout=busy_timeout
+        url, durability=durability, readonly=readonly, busy_timeout=busy_timeout
     )
     try:
         if not create and not connection.has_schema():
             raise NotFoundError(
                 f"no rewinddb database at {connection.location}", code="not_found.database"
-            )
-        if not readonly and not create:  # reopen writable now that it is known to exist
-            connection.close()
-            connection = PostgresConnection(
-                url, durability=durability, readonly=False, busy_timeout=busy_timeout
             )
         connection.ensure_schema()
     except BaseException:

@@ -99,6 +99,13 @@ class DatabaseClosedError(RewindError):
     code = "closed"
 
 
+class ConnectionLostError(RewindError):
+    """The database server went away during the call (PostgreSQL); nothing of an open
+    transaction was kept, and the next call reconnects."""
+
+    code = "connection_lost"
+
+
 class DatabaseBusyError(RewindError):
     """Another process held the write lock for longer than ``busy_timeout``."""
 

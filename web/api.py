@@ -12,7 +12,8 @@ from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel
 
 from . import queries
-from .pages import Text, db_of, decode
+from .pages import Text, db_of
+from .urls import tilde_decode
 
 router = APIRouter(prefix="/api", tags=["read"])
 
@@ -58,7 +59,7 @@ def branches(request: Request) -> list[dict[str, Any]]:
 
 @router.get("/branches/{branch}", responses=ERRORS, summary="A branch and its first events")
 def branch(request: Request, branch: Segment, type: Text = None, q: Text = None) -> dict[str, Any]:
-    return queries.branch_page(db_of(request), decode(branch), event_type=type, search=q)
+    return queries.branch_page(db_of(request), tilde_decode(branch), event_type=type, search=q)
 
 
 @router.get("/branches/{branch}/events", responses=ERRORS, summary="A page of events")
@@ -71,7 +72,7 @@ def events(
     q: Text = None,
 ) -> dict[str, Any]:
     return queries.timeline(
-        db_of(request), decode(branch), after=after, event_type=type, search=q, limit=limit
+        db_of(request), tilde_decode(branch), after=after, event_type=type, search=q, limit=limit
     )
 
 
@@ -83,7 +84,7 @@ def events(
 def event(
     request: Request, branch: Segment, sequence: Annotated[int, Path(ge=0)]
 ) -> dict[str, Any]:
-    return queries.event_detail(db_of(request), decode(branch), sequence)
+    return queries.event_detail(db_of(request), tilde_decode(branch), sequence)
 
 
 @router.get("/branches/{branch}/keys/{key}", responses=ERRORS, summary="Every version of a key")
@@ -93,7 +94,7 @@ def key(
     key: Segment,
     space: Annotated[str, Query(pattern="^(kv|json|state)$")] = "kv",
 ) -> dict[str, Any]:
-    return queries.key_history(db_of(request), decode(branch), space, decode(key))
+    return queries.key_history(db_of(request), tilde_decode(branch), space, tilde_decode(key))
 
 
 @router.get("/compare", responses=ERRORS, summary="Two points: logs, first divergence, diff")

@@ -35,10 +35,6 @@ def split_json(segment: str) -> tuple[str, bool]:
     return segment, False
 
 
-def decode(segment: str) -> str:
-    return tilde_decode(segment)
-
-
 def parse_sequence(segment: str) -> int:
     if not segment.isdigit() or len(segment) > 18:
         raise BadSegment(f"{segment!r} is not an event number")
@@ -74,7 +70,7 @@ def overview_fragment(request: Request, since: Text = None) -> Response:
 @router.get("/branches/{branch}")
 def branch_page(request: Request, branch: str, type: Text = None, q: Text = None) -> Response:
     token, as_json = split_json(branch)
-    name = decode(token)
+    name = tilde_decode(token)
     data = queries.branch_page(db_of(request), name, event_type=type, search=q)
     if as_json:
         return json_response(data)
@@ -115,12 +111,14 @@ def _timeline(
     request: Request, branch: str, after: int | None, type: str | None, q: str | None
 ) -> dict[str, Any]:
     after = None if after is None or after < 0 else after
-    return queries.timeline(db_of(request), decode(branch), after=after, event_type=type, search=q)
+    return queries.timeline(
+        db_of(request), tilde_decode(branch), after=after, event_type=type, search=q
+    )
 
 
 @router.get("/branches/{branch}/events/{sequence}")
 def event_page(request: Request, branch: str, sequence: str) -> Response:
-    name = decode(branch)
+    name = tilde_decode(branch)
     token, as_json = split_json(sequence)
     db = db_of(request)
     detail = queries.event_detail(db, name, parse_sequence(token))
@@ -134,9 +132,9 @@ def event_page(request: Request, branch: str, sequence: str) -> Response:
 
 @router.get("/branches/{branch}/keys/{key}")
 def key_page(request: Request, branch: str, key: str, space: str = "kv") -> Response:
-    name = decode(branch)
+    name = tilde_decode(branch)
     token, as_json = split_json(key)
-    data = queries.key_history(db_of(request), name, space, decode(token))
+    data = queries.key_history(db_of(request), name, space, tilde_decode(token))
     if as_json:
         return json_response(data)
     return render(request, "key.html", data)
@@ -151,7 +149,7 @@ def value_fragment(
     as_of: Annotated[int | None, Query(ge=0)] = None,
 ) -> Response:
     """A whole value, for "load all" under a shortened one."""
-    name = decode(branch)
+    name = tilde_decode(branch)
     value = queries.value(db_of(request), name, space, key, as_of)
     return render(request, "_value.html", {"value": value})
 

@@ -14,10 +14,10 @@ from starlette.responses import RedirectResponse, Response
 
 import rewinddb
 
-from .pages import db_of, decode
+from .pages import db_of
 from .rendering import error_response, render
 from .security import CSRF_HEADER, csrf_ok
-from .urls import branch_url
+from .urls import branch_url, tilde_decode
 
 router = APIRouter(include_in_schema=False)
 
@@ -43,7 +43,7 @@ def fork(
     if refused is not None:
         return refused
     try:
-        db_of(request).branches.fork(decode(branch), name, at_event=at_event)
+        db_of(request).branches.fork(tilde_decode(branch), name, at_event=at_event)
     except rewinddb.InvalidInputError as error:  # a bad new name is 422, not "not found"
         return error_response(request, 422, error.code, str(error))
     target = branch_url(name)
