@@ -118,11 +118,12 @@ def event_detail(db: rewinddb.Database, branch: str, sequence: int) -> dict[str,
         if sequence >= length:
             raise PageNotFound(f"branch {branch!r} has {length} events; there is no #{sequence}")
         event = view.events.get(sequence)
-        forked_at = view.info().forked_at
+        info = view.info()
+        forked_at = info.forked_at
         point = (branch, event.version) if event.version >= forked_at else None
         if point is None and db.branches.exists(event.branch):
             point = (event.branch, event.version)
-        previous = _previous_point(db, view, sequence, forked_at)
+        previous = _previous_point(db, view, info, event)
         state: dict[str, list[dict[str, Any]]] | None = None
         diff = None
         if point is not None:
@@ -156,9 +157,10 @@ def event_detail(db: rewinddb.Database, branch: str, sequence: int) -> dict[str,
 
 
 def _previous_point(
-    db: rewinddb.Database, view: rewinddb.BranchView, sequence: int, forked_at: int
+    db: rewinddb.Database, view: rewinddb.BranchView, info: rewinddb.Branch, event: rewinddb.Event
 ) -> dict[str, Any] | None:
     """Where "what changed" starts: the previous event's point, or the fork point."""
+    sequence, forked_at = event.sequence, info.forked_at
     if sequence > 0:
         before = view.events.get(sequence - 1)
         if before.version >= forked_at:
@@ -180,8 +182,6 @@ def _previous_point(
             "was on a deleted branch)",
         }
     owner = view.branch
-    info = view.info()
-    event = view.events.get(0)
     if event.branch != view.branch:  # inherited from an ancestor: that one's fork point
         if not db.branches.exists(event.branch):
             return None

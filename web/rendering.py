@@ -38,7 +38,7 @@ def _default(value: Any) -> Any:
 
 def script_json(data: Any) -> str:
     """JSON safe inside ``<script type="application/json">`` (and still valid JSON)."""
-    text = json_bytes(data).decode() if not isinstance(data, str) else data
+    text = json_bytes(data).decode()
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
