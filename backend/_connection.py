@@ -72,6 +72,9 @@ class Connection:
     dialect = ""
     #: Where the database is, for messages (a file, or a URL without its password).
     location = ""
+    #: The server has write routines (``_pg_routines``): a write that is a transaction of
+    #: its own can be one call.
+    routines = False
 
     def __init__(self, *, readonly: bool, busy_timeout: float) -> None:
         self.readonly = readonly
@@ -84,6 +87,8 @@ class Connection:
         self.rolled_back: list[Callable[[], None]] = []
         #: (schema version found, schema version now), set by ``ensure_schema``.
         self.schema_migrated = (0, 0)
+        #: ``ensure_schema`` has checked (and migrated) the schema: it is the current one.
+        self.schema_ready = False
 
     # -- what a backend provides ---------------------------------------------------
 
@@ -108,6 +113,10 @@ class Connection:
 
     def _prepare_new(self) -> None:
         """Before the schema of a new database is created (SQLite switches to WAL)."""
+
+    def install_routines(self) -> None:
+        """Create the server-side write routines, in the open write transaction (a backend
+        with ``routines``; the schema's creation and migration 3 call it)."""
 
     def _is_empty(self) -> bool:
         raise NotImplementedError
@@ -154,6 +163,7 @@ class Connection:
         if marker is None or marker[0] != FORMAT_MARKER:
             raise NotADatabaseError(f"{self.location} is not a rewinddb database")
         self.schema_migrated = _migrations.migrate(self)
+        self.schema_ready = True
 
     def _create_schema(self) -> None:
         """Run the SQLModel schema's DDL in the open transaction, then mark it ours."""
@@ -176,6 +186,7 @@ class Connection:
             "VALUES ('default', NULL, 0, ?)",
             (time.time_ns() // 1000,),
         )
+        self.install_routines()
 
     def close(self) -> None:
         with self.lock:
@@ -186,6 +197,11 @@ class Connection:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def in_transaction(self) -> bool:
+        """A transaction (read or write) is open on this connection."""
+        return self._depth > 0
 
     def check_open(self) -> None:
         if self._closed:

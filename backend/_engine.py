@@ -32,6 +32,9 @@ DEFAULT_BRANCH = "default"
 
 KIND_JSON, KIND_BYTES, KIND_DELETED = 0, 1, 2
 
+#: How a value is stored: (kind, body, arrays to share or None); see ``Engine.encode``.
+Encoded = tuple[int, Union[bytes, None], Any]  # noqa: UP007 - a runtime alias, Python 3.10
+
 
 class _Missing:
     """The value of a key that does not exist (distinct from a stored ``None``)."""
@@ -112,6 +115,22 @@ class BranchRecord:
     deleted_at: int | None
 
 
+#: Allocate and record the next version in one statement (one round trip under the write
+#: lock): after the newest commit and after the clock floor of an imported database; its
+#: timestamp never goes backwards. Parameters: branch id, now, now, trigger, message,
+#: merge branch id, merge version. PostgreSQL's write routines run this same statement.
+NEXT_COMMIT = (
+    "INSERT INTO rewind_commits (version, branch_id, ts, trigger, message, "
+    "merge_branch_id, merge_version) "
+    "SELECT clock.v + 1, ?, CASE WHEN clock.t > ? THEN clock.t ELSE ? END, "
+    "?, ?, ?, ? FROM (SELECT max(v) AS v, max(t) AS t FROM ("
+    "SELECT version AS v, ts AS t FROM (SELECT version, ts FROM rewind_commits "
+    "ORDER BY version DESC LIMIT 1) newest UNION ALL "
+    "SELECT CAST(value AS BIGINT), 0 FROM rewind_meta WHERE key = 'clock_floor' "
+    "UNION ALL SELECT 0, 0) known) clock RETURNING version, ts"
+)
+
+
 @dataclass
 class WriteContext:
     """The commit being written: its version is allocated at the first write."""
@@ -132,18 +151,8 @@ class WriteContext:
         if self.version is None:
             merge_branch, merge_version = self.merge_from or (None, None)
             now = now_micros()
-            # The next version is allocated and recorded in one statement (one round trip
-            # under the write lock): after the newest commit and after the clock floor of
-            # an imported database; its timestamp never goes backwards.
             version, ts = self.engine.conn.fetchone(
-                "INSERT INTO rewind_commits (version, branch_id, ts, trigger, message, "
-                "merge_branch_id, merge_version) "
-                "SELECT clock.v + 1, ?, CASE WHEN clock.t > ? THEN clock.t ELSE ? END, "
-                "?, ?, ?, ? FROM (SELECT max(v) AS v, max(t) AS t FROM ("
-                "SELECT version AS v, ts AS t FROM (SELECT version, ts FROM rewind_commits "
-                "ORDER BY version DESC LIMIT 1) newest UNION ALL "
-                "SELECT CAST(value AS BIGINT), 0 FROM rewind_meta WHERE key = 'clock_floor' "
-                "UNION ALL SELECT 0, 0) known) clock RETURNING version, ts",
+                NEXT_COMMIT,
                 (
                     self.branch.id,
                     now,
@@ -473,28 +482,38 @@ class Engine:
             return MISSING
         return self.decode(row[0], row[1], row[2])
 
+    def encode(self, value: Any, *, validated: bool = False) -> Encoded:
+        """How ``value`` (or ``MISSING``, a deletion) is stored: (kind, body, shared). With
+        ``shared`` (arrays long enough to share) the body is None until ``write_value``
+        encodes it against the key's previous entry."""
+        if value is MISSING:
+            return KIND_DELETED, None, None
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return KIND_BYTES, bytes(value), None
+        if not validated:
+            validate(value, allow_bytes=False)
+        whole, shared = self.arrays.plan(value)
+        return KIND_JSON, whole, shared or None
+
     def write_value(
-        self, context: WriteContext, space: str, key: str, value: Any, *, validated: bool = False
+        self,
+        context: WriteContext,
+        space: str,
+        key: str,
+        value: Any,
+        *,
+        validated: bool = False,
+        encoded: Encoded | None = None,
     ) -> int:
         """Write ``value`` (or ``MISSING`` to delete) as ``key``'s entry in this commit."""
-        if value is MISSING:
-            kind, body, refs = KIND_DELETED, None, None
-        elif isinstance(value, (bytes, bytearray, memoryview)):
-            kind, body, refs = KIND_BYTES, bytes(value), None
-        else:
-            if not validated:
-                validate(value, allow_bytes=False)
-            kind, refs = KIND_JSON, None
-            whole, shared = self.arrays.plan(value)
-            if shared:
-                previous = self.read_entry(context.branch, self.clock(), space, key)
-                previous_refs = None
-                if previous is not None and previous[2] is not None:
-                    previous_refs = self.arrays.refs_of(bytes(previous[2]))
-                body, refs = self.arrays.encode(value, shared, previous_refs)
-            else:
-                assert whole is not None
-                body = whole
+        kind, body, shared = encoded or self.encode(value, validated=validated)
+        refs = None
+        if shared:
+            previous = self.read_entry(context.branch, self.clock(), space, key)
+            previous_refs = None
+            if previous is not None and previous[2] is not None:
+                previous_refs = self.arrays.refs_of(bytes(previous[2]))
+            body, refs = self.arrays.encode(value, shared, previous_refs)
         version = context.commit()
         slot = (space, key)
         if slot in context.written:
@@ -511,6 +530,50 @@ class Engine:
             )
             context.written.add(slot)
         return version
+
+    def put_value(
+        self,
+        branch: str,
+        space: str,
+        key: str,
+        value: Any,
+        trigger: str | None = None,
+        message: str | None = None,
+        *,
+        validated: bool = False,
+    ) -> int:
+        """Write one entry: a commit of its own, or part of the open transaction.
+
+        On PostgreSQL a commit of its own is one call of ``rewind_put_entry`` (one round
+        trip) when the value needs no earlier row to encode.
+        """
+        encoded = self.encode(value, validated=validated)
+        kind, body, shared = encoded
+        with self.conn.lock:
+            if not shared and self.standalone_write():
+                trigger = check_text(trigger, "trigger")
+                message = check_text(message, "message")
+                check_name(branch, "branch")
+                row = self.conn.fetchone(
+                    "SELECT rewind_put_entry(?, ?, ?, ?, ?, ?, ?, ?)",
+                    (branch, space, key, kind, body, trigger, message, now_micros()),
+                )
+                if row[0] is not None:
+                    return int(row[0])  # else no such branch: the ordinary path says so
+            with self.writing(branch, trigger, message) as write:
+                return self.write_value(write, space, key, value, encoded=encoded)
+
+    def standalone_write(self) -> bool:
+        """A write now would be a transaction of its own on a backend with write routines
+        (so it may be one call). The caller holds ``conn.lock``."""
+        conn = self.conn
+        return (
+            conn.routines
+            and not conn.in_transaction
+            and not conn.readonly
+            and not conn.closed
+            and self._group is None
+        )
 
     def entries(
         self, record: BranchRecord, version: int, space: str, *, with_values: bool = True

@@ -48,8 +48,13 @@ def _to_schema_2(conn: Connection) -> None:
         conn.execute(f"ALTER SEQUENCE {table}_id_seq AS BIGINT")
 
 
+def _to_schema_3(conn: Connection) -> None:
+    """PostgreSQL gets its write routines (``_pg_routines``); SQLite has none."""
+    conn.install_routines()
+
+
 #: schema version N -> the migration from N-1 to N. Schema 1 is the first released one.
-MIGRATIONS: dict[int, Migration] = {2: _to_schema_2}
+MIGRATIONS: dict[int, Migration] = {2: _to_schema_2, 3: _to_schema_3}
 
 
 def stored_version(conn: Connection) -> int:

@@ -3,11 +3,16 @@
 ``rewinddb.open("postgresql://user@host/db")`` gives the identical API. What differs is
 only how a transaction starts and how the connection is kept:
 
-- Every write transaction takes one transaction-scoped advisory lock before it reads the
-  clock, and holds it to commit, so versions are allocated and committed in order: once
-  a reader sees version ``v``, every version below it is committed too, and an ``as_of``
-  read never sees half of a version. (Writers queue on that lock as SQLite's writers
-  queue on its write lock; ``busy_timeout`` bounds the wait.)
+- Every write transaction first locks one row (``rewind_meta``'s ``format`` row, ``FOR
+  UPDATE``: the write lock) and holds it to commit, so versions are allocated and
+  committed in order: once a reader sees version ``v``, every version below it is
+  committed too, and an ``as_of`` read never sees half of a version. (Writers queue on
+  that lock as SQLite's writers queue on its write lock; ``busy_timeout`` bounds the
+  wait.) Until the schema exists (creating or migrating it) a transaction-scoped advisory
+  lock does the same. A row lock rather than an advisory lock: under contention it
+  measured about 20% more commits/s, and it is per schema, not per server database.
+- A write that is a transaction of its own is one call of a server routine
+  (``_pg_routines``), which takes the same lock.
 - Reads inside ``db.read()`` and every snapshot run in one REPEATABLE READ, READ ONLY
   transaction.
 - A lost connection fails the call in progress with ``connection_lost`` (a transaction
@@ -33,10 +38,14 @@ except ImportError:  # pragma: no cover - depends on the installed extras
 
 from sqlalchemy.dialects import postgresql
 
+from . import _pg_routines
 from ._connection import Connection, Params
 
-#: The advisory lock every writer of a rewinddb database holds to commit ("rewind").
-WRITE_LOCK_KEY = 0x72657769_6E64
+#: The write lock: every writer holds this row lock to commit.
+WRITE_LOCK = "SELECT value FROM rewind_meta WHERE key = 'format' FOR UPDATE"
+#: The advisory lock that stands in for it while the schema is created or migrated
+#: ("rewind"); migrations also take the row lock once the table exists.
+SCHEMA_LOCK_KEY = 0x72657769_6E64
 
 
 def _check_driver() -> None:
@@ -56,6 +65,7 @@ class PostgresConnection(Connection):
     """A psycopg 3 connection to one PostgreSQL database (its ``search_path`` schema)."""
 
     dialect = "postgresql"
+    routines = True
 
     def __init__(
         self,
@@ -156,12 +166,17 @@ class PostgresConnection(Connection):
         if not write:
             self._run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", ())
             return
-        try:  # one round trip: the transaction and the write lock
+        try:
+            if self.schema_ready:  # one round trip: the transaction and the write lock
+                self._run(f"BEGIN ISOLATION LEVEL READ COMMITTED; {WRITE_LOCK}", ())
+                return
             self._run(
                 "BEGIN ISOLATION LEVEL READ COMMITTED; "
-                f"SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})",
+                f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK_KEY})",
                 (),
             )
+            if self._has_meta():  # a migration: writers of the current schema wait too
+                self._run(WRITE_LOCK, ())
         except RewindError:
             self._end(commit=False)
             raise
@@ -189,6 +204,9 @@ class PostgresConnection(Connection):
             self._raw.close()
 
     # -- schema ------------------------------------------------------------------------
+
+    def install_routines(self) -> None:
+        _pg_routines.install(self, WRITE_LOCK)
 
     def _has_meta(self) -> bool:
         # The catalog itself, not to_regclass(): that answers from this backend's cached

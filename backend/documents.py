@@ -31,12 +31,13 @@ class Documents(KeySpace):
         tokens = jsonpath.parse(path)
         validate(value, allow_bytes=False, depth=len(tokens))
         engine = self._engine
+        if not tokens:  # the whole document
+            return engine.put_value(
+                self._branch, self.space, key, value, trigger, message, validated=True
+            )
         with engine.writing(self._branch, trigger, message) as write:
-            if tokens:
-                current = engine.read_value(write.branch, engine.clock(), self.space, key)
-                document = jsonpath.set_value(current, tokens, value, path)
-            else:
-                document = value
+            current = engine.read_value(write.branch, engine.clock(), self.space, key)
+            document = jsonpath.set_value(current, tokens, value, path)
             return engine.write_value(write, self.space, key, document, validated=True)
 
     def get(self, key: str, path: str = "$", *, as_of: AsOf = None, default: Any = None) -> Any:

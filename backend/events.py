@@ -14,7 +14,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ._engine import AsOf, BranchRecord, Engine, check_count, check_name, check_text
+from ._engine import (
+    AsOf,
+    BranchRecord,
+    Engine,
+    check_count,
+    check_name,
+    check_text,
+    now_micros,
+)
 from ._values import dumps, loads, validate
 from .errors import AppendConflictError, EventNotFound, InvalidInputError
 from .models import Event, EventItem, from_micros
@@ -194,21 +202,20 @@ class Events:
             check_count(expected_index, "expected_index")
         payload_bytes = dumps(payload)
         engine = self._engine
-        with engine.writing(self._branch, trigger, message) as write:
-            if expected_index is not None:
-                last = last_event(engine, write.branch, engine.clock())
-                length = last[0] + 1 if last else 0
-                if length != expected_index:
-                    raise AppendConflictError(
-                        f"expected the log of {self._branch!r} to have {expected_index} "
-                        f"events, it has {length}; read it again and retry",
-                        expected=expected_index,
-                        actual=length,
-                    )
-            version = write.commit()
-            sequence, digest = append_event(
-                engine, write.branch, version, write.ts, event_type, payload_bytes
+        with engine.conn.lock:
+            appended = self._append_in_server(
+                event_type, payload_bytes, expected_index, trigger, message
             )
+            if appended is not None:
+                return appended
+            with engine.writing(self._branch, trigger, message) as write:
+                if expected_index is not None:
+                    last = last_event(engine, write.branch, engine.clock())
+                    self._check_length(last[0] + 1 if last else 0, expected_index)
+                version = write.commit()
+                sequence, digest = append_event(
+                    engine, write.branch, version, write.ts, event_type, payload_bytes
+                )
         return Event(
             sequence=sequence,
             event_type=event_type,
@@ -218,6 +225,59 @@ class Events:
             hash=digest,
             branch=write.branch.name,
         )
+
+    def _append_in_server(
+        self,
+        event_type: str,
+        payload_bytes: bytes,
+        expected_index: int | None,
+        trigger: str | None,
+        message: str | None,
+    ) -> Event | None:
+        """The append as one call of ``rewind_append_event`` (PostgreSQL, outside any
+        transaction); None where the ordinary path must write it (or say what is wrong)."""
+        engine = self._engine
+        if not engine.standalone_write():
+            return None
+        trigger = check_text(trigger, "trigger")
+        message = check_text(message, "message")
+        check_name(self._branch, "branch")
+        status, version, ts, sequence, digest = engine.conn.fetchone(
+            "SELECT * FROM rewind_append_event(?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                self._branch,
+                event_type,
+                dumps(event_type),
+                payload_bytes,
+                expected_index,
+                trigger,
+                message,
+                now_micros(),
+            ),
+        )
+        if status == 1:
+            return None  # no such branch: the ordinary path says which way
+        if status == 2:
+            assert expected_index is not None
+            self._check_length(int(sequence), expected_index)
+        return Event(
+            sequence=int(sequence),
+            event_type=event_type,
+            payload=loads(payload_bytes),
+            version=int(version),
+            timestamp=from_micros(int(ts)),
+            hash=str(digest),
+            branch=self._branch,
+        )
+
+    def _check_length(self, length: int, expected_index: int) -> None:
+        if length != expected_index:
+            raise AppendConflictError(
+                f"expected the log of {self._branch!r} to have {expected_index} "
+                f"events, it has {length}; read it again and retry",
+                expected=expected_index,
+                actual=length,
+            )
 
     def list(
         self,

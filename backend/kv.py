@@ -19,8 +19,7 @@ class KV(KeySpace):
     ) -> int:
         """Store ``value`` (JSON or bytes) under ``key``; returns the new version."""
         check_name(key, "key")
-        with self._engine.writing(self._branch, trigger, message) as write:
-            return self._engine.write_value(write, self.space, key, value)
+        return self._engine.put_value(self._branch, self.space, key, value, trigger, message)
 
     def get(self, key: str, default: Any = None, *, as_of: AsOf = None) -> Any:
         """The value of ``key`` at ``as_of`` (default: now), or ``default``."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from ._engine import MISSING, AsOf, check_count, check_name
 from ._keyspace import KeySpace
-from ._values import jsonable
+from ._values import jsonable, validate
 from .errors import InvalidInputError, NotFoundError
 
 
@@ -56,7 +56,10 @@ class State(KeySpace):
     ) -> int:
         """Set one key; returns the new version."""
         check_name(key, "key")
-        return self.set_many({key: value}, trigger, message=message)
+        validate(value, allow_bytes=self.allows_bytes)
+        return self._engine.put_value(
+            self._branch, self.space, key, value, trigger, message, validated=True
+        )
 
     def set_many(
         self, values: Mapping[str, Any], trigger: str | None = None, *, message: str | None = None

@@ -35,8 +35,9 @@ The figures:
 4. single-writer latency of ``kv.put``, ``events.append`` and ``kv.get``: PostgreSQL
    against SQLite (``durability="normal"`` and ``"full"``), to say when to move;
 5. where a writer's time goes, for ``kv.put`` with 1 writer and with the most writers:
-   the time per commit in BEGIN, the advisory-lock wait, the other statements and COMMIT,
-   timed around each statement inside the writer process.
+   the time per commit in each class of statement (a single write is one call of the
+   write routine ``rewind_put_entry``; in a transaction: BEGIN with the write lock,
+   other statements, COMMIT) and in Python, timed inside the writer process.
 """
 
 from __future__ import annotations
@@ -179,10 +180,10 @@ class Task:
 
 
 def statement_class(sql: str) -> str:
+    if "rewind_put_entry" in sql or "rewind_append_event" in sql:
+        return "routine"
     if sql.startswith("BEGIN"):
         return "begin"
-    if "pg_advisory_xact_lock" in sql:
-        return "lock"
     return "statements"
 
 
@@ -214,7 +215,7 @@ def profiled(conn: Any, timings: dict[str, float], counts: dict[str, int]) -> No
 
 def prepare(task: Task) -> tuple[Callable[[int], Any], Callable[[], None], Callable[[], Any]]:
     """(one operation, close, the profile so far) for ``task``, connected and warmed up."""
-    timings: dict[str, float] = dict.fromkeys(("begin", "lock", "statements", "commit"), 0.0)
+    timings: dict[str, float] = dict.fromkeys(("routine", "begin", "statements", "commit"), 0.0)
     counts: dict[str, int] = dict.fromkeys(timings, 0)
     if task.kind == "raw":
         conn = psycopg.connect(task.url, autocommit=True)
@@ -560,12 +561,12 @@ def measure_profile(sizes: Sizes, workload: Workload, pool: Writers, report: Rep
     )
     for n, result in results.items():
         other = result.per_op - sum(result.profile.values())
-        parts = (
-            ("BEGIN", result.profile["begin"], result.counts["begin"]),
-            ("advisory lock wait", result.profile["lock"], result.counts["lock"]),
-            ("other statements", result.profile["statements"], result.counts["statements"]),
-            ("COMMIT", result.profile["commit"], result.counts["commit"]),
-        )
+        labels = {
+            "routine": "one write routine call",
+            "begin": "BEGIN and the write lock wait",
+            "statements": "other statements",
+            "commit": "COMMIT",
+        }
         writers = f"{n} writer{'s' if n > 1 else ''}"
         report.add(
             Row(
@@ -575,22 +576,18 @@ def measure_profile(sizes: Sizes, workload: Workload, pool: Writers, report: Rep
                 result.per_op / raw[n].per_op,
             )
         )
-        for label, seconds, count in parts:
-            report.add(
-                Row(
-                    f"{writers}:   {label} ({count:.0f} per commit), "
-                    f"{seconds / result.per_op:.0%} of the time",
-                    ms(seconds),
+        for kind, label in labels.items():
+            count = result.counts[kind]
+            if count:  # a class kv.put did not use is left out
+                seconds = result.profile[kind]
+                report.add(
+                    Row(
+                        f"{writers}:   {label} ({count:.0f} per commit), "
+                        f"{seconds / result.per_op:.0%} of the time",
+                        ms(seconds),
+                    )
                 )
-            )
         report.add(Row(f"{writers}:   Python, outside statements", ms(other)))
-        held = result.profile["statements"] + result.profile["commit"]
-        report.add(
-            Row(
-                f"{writers}:   lock held (statements + COMMIT): at most {1 / held:,.0f} commits/s",
-                ms(held),
-            )
-        )
 
 
 # -- main ------------------------------------------------------------------------

@@ -60,7 +60,7 @@ SCRIPTS = [
             "SQLite: fork of a",
             "PostgreSQL: key with",
             'kv.put: PostgreSQL vs SQLite durability="full"',
-            "advisory lock wait",
+            "one write routine call",
             "ratio = rewinddb / baseline",
         ),
         needs="psycopg",

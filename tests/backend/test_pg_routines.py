@@ -1,0 +1,197 @@
+"""PostgreSQL's write routines (``_pg_routines``): a write that is a transaction of its own
+is one statement, and it writes exactly what the statement-by-statement path writes (the
+rest of the backend suite runs every such write through them on PostgreSQL)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+import rewinddb
+from rewinddb import _schema
+from rewinddb._values import dumps
+from rewinddb.events import event_hash
+
+HOSTILE_TYPES = [
+    "tool.call",
+    'quote " and \\ backslash',
+    "tabs\tnewlines\nreturns\r\x01\x1f\x7f",
+    "ünïcödé ✓ 🦜 \u2028\u2029",
+    "</script><script>alert(1)</script>",
+]
+
+
+@contextmanager
+def statements(db: rewinddb.Database) -> Iterator[list[str]]:
+    """The statements ``db`` sends inside the block (its connection's one hook)."""
+    conn = db._engine.conn
+    sent: list[str] = []
+    run = conn._run
+
+    def counting(sql: str, params: Any) -> Any:
+        sent.append(sql)
+        return run(sql, params)
+
+    conn._run = counting  # type: ignore[method-assign]
+    try:
+        yield sent
+    finally:
+        del conn._run
+
+
+@pytest.fixture
+def pg(postgres_url: str) -> Iterator[rewinddb.Database]:
+    with rewinddb.open(postgres_url) as db:
+        yield db
+
+
+def test_a_single_write_is_one_statement(pg: rewinddb.Database) -> None:
+    with statements(pg) as sent:
+        pg.kv.put("k", {"a": 1}, trigger="t", message="m")
+        pg.state.set("s", b"\x00bytes", trigger="because")
+        pg.json.set("doc", "$", {"nested": [1, 2]})
+        pg.events.append("step", {"n": 1})
+        pg.events.append("step", {"n": 2}, expected_index=1)
+    assert len(sent) == 5 and all("rewind_" in sql and "SELECT" in sql for sql in sent)
+    assert pg.kv.get("k") == {"a": 1} and pg.state.get("s") == b"\x00bytes"
+    assert pg.json.get("doc", "$.nested[1]") == 2
+    commits = pg.commits()[::-1]  # oldest first
+    assert [c.version for c in commits] == [1, 2, 3, 4, 5]
+    assert (commits[0].trigger, commits[0].message) == ("t", "m")
+    assert [t.trigger for t in pg.state.history("s")] == ["because"]
+    assert all(a.timestamp <= b.timestamp for a, b in itertools.pairwise(commits))
+
+
+def test_writes_inside_a_transaction_take_the_ordinary_path(pg: rewinddb.Database) -> None:
+    with statements(pg) as sent, pg.transaction(message="both"):
+        pg.kv.put("a", 1)
+        pg.events.append("step", {"n": 1})
+    assert not any("rewind_put_entry" in sql or "rewind_append_event" in sql for sql in sent)
+    assert pg.version == 1 and pg.kv.get("a") == 1 and pg.events.length() == 1
+
+
+def test_a_shared_array_takes_the_ordinary_path(pg: rewinddb.Database) -> None:
+    messages = [{"role": "user", "text": "x" * 200, "n": n} for n in range(20)]
+    pg.kv.put("messages", messages)
+    with statements(pg) as sent:
+        pg.kv.put("messages", [*messages, {"role": "ai", "text": "y" * 200, "n": 20}])
+    assert not any("rewind_put_entry" in sql for sql in sent)
+    refs = pg._engine.conn.fetchone(
+        "SELECT refs FROM rewind_entries WHERE key = 'messages' ORDER BY version DESC LIMIT 1"
+    )
+    assert refs[0] is not None  # stored as what was appended
+    assert len(pg.kv.get("messages")) == 21
+
+
+@pytest.mark.parametrize("event_type", HOSTILE_TYPES)
+def test_the_server_hashes_events_as_python_does(pg: rewinddb.Database, event_type: str) -> None:
+    payloads = [None, {"text": 'ünï "q" \\ \n'}, [1, 2.5, True], "x" * 5000]
+    pg.branches.fork("default", "child")
+    events = [pg.events.append(event_type, payload) for payload in payloads]
+    child = pg.at("child")  # forked before: continues the parent's log from the fork point
+    events += [child.events.append(event_type, payload) for payload in payloads]
+    previous = ""
+    for event in events[:4]:
+        assert event.hash == event_hash(
+            previous, event.sequence, event_type, event.version, dumps(event.payload)
+        )
+        previous = event.hash
+    assert [e.sequence for e in events] == [0, 1, 2, 3, 0, 1, 2, 3]
+    assert pg.events.verify().ok and child.events.verify().ok
+    stored = [item.event for item in pg.events.list()]
+    assert stored == events[:4]  # what append returned is what a read returns
+
+
+def test_an_append_continues_an_inherited_log(pg: rewinddb.Database) -> None:
+    for n in range(3):
+        pg.events.append("step", {"n": n})
+    pg.branches.fork("default", "child", at_event=1)
+    pg.events.append("step", {"n": 3})  # the parent goes on; the child does not see it
+    event = pg.at("child").events.append("retry", {"n": 2}, expected_index=2)
+    assert event.sequence == 2
+    assert pg.at("child").events.verify().ok
+
+
+def test_a_conflicting_append_writes_nothing(pg: rewinddb.Database) -> None:
+    pg.events.append("step")
+    with pytest.raises(rewinddb.AppendConflictError) as info:
+        pg.events.append("step", expected_index=0)
+    assert (info.value.code, info.value.details["expected"], info.value.details["actual"]) == (
+        "conflict.append",
+        0,
+        1,
+    )
+    assert pg.version == 1 and pg.events.length() == 1
+
+
+def test_missing_and_deleted_branches_are_named(pg: rewinddb.Database) -> None:
+    pg.branches.fork("default", "gone")
+    pg.branches.delete("gone")
+    for name, words in (("gone", "was deleted"), ("never", "does not exist")):
+        for write in (
+            lambda view: view.kv.put("k", 1),
+            lambda view: view.events.append("step"),
+            lambda view: view.state.set("k", 1),
+        ):
+            with pytest.raises(rewinddb.BranchNotFound, match=words):
+                write(pg.at(name))
+    assert pg.version == 0  # the fork and the delete write no version
+
+
+def test_bad_input_is_refused_before_the_server(pg: rewinddb.Database) -> None:
+    with statements(pg) as sent:
+        for write, code in (
+            (lambda: pg.kv.put("k", 1, trigger=3), "invalid.trigger"),  # type: ignore[arg-type]
+            (lambda: pg.kv.put("k", float("nan")), "invalid.value"),
+            (lambda: pg.kv.put("k", 1, message="a\x00b"), "invalid.message"),
+            (lambda: pg.at("").kv.put("k", 1), "invalid.branch"),
+            (lambda: pg.events.append("step", expected_index=-1), "invalid.expected_index"),
+        ):
+            with pytest.raises(rewinddb.RewindError) as info:
+                write()
+            assert info.value.code == code
+    assert not sent and pg.version == 0
+
+
+def test_read_only_and_read_blocks_refuse_writes(pg: rewinddb.Database, postgres_url: str) -> None:
+    with rewinddb.open(postgres_url, readonly=True) as readonly:
+        with pytest.raises(rewinddb.ReadOnlyError):
+            readonly.kv.put("k", 1)
+        with pytest.raises(rewinddb.ReadOnlyError):
+            readonly.events.append("step")
+    with pg.read(), pytest.raises(rewinddb.RewindError) as info:
+        pg.kv.put("k", 1)
+    assert info.value.code == "invalid.transaction"
+    assert pg.version == 0
+
+
+def _routines(db: rewinddb.Database) -> set[str]:
+    rows = db._engine.conn.fetchall(
+        "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+        "WHERE n.nspname = current_schema() AND p.proname LIKE 'rewind%'"
+    )
+    return {name for (name,) in rows}
+
+
+def test_an_older_database_gets_its_routines(postgres_url: str) -> None:
+    with rewinddb.open(postgres_url) as db:
+        db.kv.put("k", 1)
+        names = _routines(db)
+        assert names == {"rewind_put_entry", "rewind_append_event"}
+        with db._engine.conn.write():  # back to schema 2: no routines
+            for name in names:
+                db._engine.conn.execute(f"DROP FUNCTION {name}")
+            db._engine.conn.execute(
+                "UPDATE rewind_meta SET value = '2' WHERE key = 'schema_version'"
+            )
+    with pytest.raises(rewinddb.RewindError) as info:
+        rewinddb.open(postgres_url, readonly=True)
+    assert info.value.code == "schema.outdated"
+    with rewinddb.open(postgres_url) as db:
+        assert db._engine.conn.schema_migrated == (2, _schema.SCHEMA_VERSION)
+        assert _routines(db) == names
+        assert db.kv.put("k", 2) == 2 and db.kv.get("k", as_of=1) == 1
