@@ -84,13 +84,25 @@ class Branches:
                     f"branch {name!r} already exists; pick another name or delete it first",
                     branch=name,
                 )
+            created_at = now_micros()
             engine.conn.execute(
                 "INSERT INTO rewind_branches (name, parent_id, forked_at, created_at) "
                 "VALUES (?, ?, ?, ?)",
-                (name, record.id, version, now_micros()),
+                (name, record.id, version, created_at),
             )
             engine.forget_cached()
-            return self.get(name)
+            # The new branch has no rows of its own yet: it is what it inherited.
+            last = last_event(engine, record, version)
+            return Branch(
+                events=last[0] + 1 if last else 0,
+                name=name,
+                parent=record.name,
+                forked_at=version,
+                created_at=from_micros(created_at),
+                head=version,
+                commits=0,
+                last_write=None,
+            )
 
     def _event_version(self, record: BranchRecord, sequence: int) -> int:
         """The version a fork at event ``sequence`` of ``record`` is taken at (events the

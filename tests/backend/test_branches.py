@@ -150,3 +150,21 @@ def test_a_rolled_back_fork_is_forgotten_by_every_handle(db_path) -> None:  # ty
         second.branches.fork("default", "real")  # may reuse the rolled-back row's id
         second.branches.fork("real", "child")
         assert first.at("child").kv.get("k") == second.at("child").kv.get("k") == "v2"
+
+
+def test_fork_returns_what_get_answers(db: rewinddb.Database) -> None:
+    """fork() builds the new branch's record itself; it must agree with get()."""
+    for n in range(3):
+        db.events.append("step", {"n": n})
+    db.kv.put("k", 1)
+    forks = [
+        db.branches.fork("default", "at-head"),
+        db.branches.fork("default", "at-event", at_event=1),
+        db.branches.fork("default", "at-version", at=2),
+        db.branches.fork("default", "at-zero", at=0),
+    ]
+    assert forks == [db.branches.get(branch.name) for branch in forks]
+    db.at("at-event").events.append("retry")
+    grandchild = db.branches.fork("at-event", "grandchild")
+    assert grandchild == db.branches.get("grandchild")
+    assert [b.events for b in [*forks, grandchild]] == [3, 2, 2, 0, 3]
