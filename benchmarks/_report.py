@@ -183,15 +183,19 @@ def timed(fn: Callable[[], Any]) -> float:
 
 def samples(calls: int, *fns: Callable[[], Any], warmup: bool = False) -> list[list[float]]:
     """The seconds of each call of each function, calling them in turn ``calls`` times
-    (with ``warmup``, each called once, untimed, first)."""
+    (with ``warmup``, each called once, untimed, first). The order of the turn reverses
+    every round: a call can slow the one right after it (a database server finishing the
+    previous commit on a shared core), which must not always fall on the same side."""
     if warmup:
         for fn in fns:
             fn()
     taken: list[list[float]] = [[] for _ in fns]
+    turn = list(zip(taken, fns, strict=True))
     with gc_paused():
         for _ in range(calls):
-            for sample, fn in zip(taken, fns, strict=True):
+            for sample, fn in turn:
                 sample.append(timed(fn))
+            turn.reverse()
     return taken
 
 
@@ -203,10 +207,12 @@ def interleaved(calls: int, *fns: Callable[[], Any]) -> list[float]:
 def repeated(repeats: int, *fns: Callable[[], float]) -> list[float]:
     """The median of each measuring function's result over ``repeats`` interleaved runs."""
     taken: list[list[float]] = [[] for _ in fns]
+    turn = list(zip(taken, fns, strict=True))
     for _ in range(repeats):
-        for sample, fn in zip(taken, fns, strict=True):
+        for sample, fn in turn:
             with gc_paused():
                 sample.append(fn())
+        turn.reverse()  # as in ``samples``: no side always runs right after the other
     return [statistics.median(sample) for sample in taken]
 
 
