@@ -3,14 +3,16 @@
 Run from the repository root (the langgraph extra and langgraph-checkpoint-sqlite
 installed)::
 
-    .venv/bin/python benchmarks/langgraph_savers.py [--turns 100 1000]
+    .venv/bin/python benchmarks/langgraph_savers.py [--turns 100 1000] [--repeats 3]
 
 The graph appends one ~500-byte message to a ``messages`` list channel per turn, one
 ``invoke`` per turn. For each saver and each N it reports seconds per turn (median over
 the first and the last 50 turns, to show whether it stays flat), the time to list the
-whole history (``get_state_history``), and bytes on disk after the run. Targets (issue 6):
-per turn at most 0.8x SqliteSaver's, history listing at most SqliteSaver's, disk at most
-0.05x SqliteSaver's.
+whole history (``get_state_history``), and bytes on disk after the run. Each figure is the
+median over ``--repeats`` runs, the savers taking turns within each repeat (so a noisy
+moment of the machine does not fall on one saver only). Targets (issue 6): per turn at
+most 0.8x SqliteSaver's, history listing at most SqliteSaver's, disk after 1,000 turns at
+most 0.05x SqliteSaver's (shorter runs print the disk ratio for information).
 """
 
 from __future__ import annotations
@@ -107,15 +109,23 @@ def run(name: str, turns: int) -> dict[str, float]:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument("--repeats", type=int, default=3, help="runs per saver and N")
     args = parser.parse_args(argv)
     print(
         f"{'saver':14} {'N':>5} {'ms/turn first':>14} {'ms/turn last':>13} "
-        f"{'history ms':>11} {'disk':>12}"
+        f"{'history ms':>11} {'disk':>12}   (medians of {args.repeats} runs)"
     )
     results: dict[tuple[str, int], dict[str, float]] = {}
     for turns in args.turns:
+        runs: dict[str, list[dict[str, float]]] = {name: [] for name in SAVERS}
+        for repeat in range(args.repeats):
+            names = list(SAVERS)
+            for name in names if repeat % 2 == 0 else reversed(names):
+                runs[name].append(run(name, turns))
         for name in SAVERS:
-            result = results[(name, turns)] = run(name, turns)
+            result = results[(name, turns)] = {
+                figure: statistics.median(r[figure] for r in runs[name]) for figure in runs[name][0]
+            }
             print(
                 f"{name:14} {turns:>5} {result['first'] * 1000:>14.2f} "
                 f"{result['last'] * 1000:>13.2f} {result['list'] * 1000:>11.1f} "
@@ -131,6 +141,8 @@ def main(argv: list[str]) -> int:
         ]
         for label, ratio, limit in checks:
             verdict = "PASS" if ratio <= limit else "FAIL"
+            if label.startswith("bytes") and turns < 1000:
+                verdict = "info (the target is for 1,000 turns)"
             print(f"N={turns:<5} {label:36} {ratio:7.3f}  <= {limit}: {verdict}")
     return 0
 
