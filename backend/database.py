@@ -193,6 +193,16 @@ class Database(_Primitives):
         with self._engine.conn.snapshot():
             yield
 
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Make every write inside the block, on any branches (forks and deletes too),
+        commit together or not at all: each write or ``transaction()`` still takes its own
+        version, in order, but no reader and no crash ever sees some of them without the
+        others. An exception inside rolls all of them back. The block holds the write
+        lock (other writers wait), so keep it short."""
+        with self._engine.conn.write():
+            yield
+
     # -- views and history -------------------------------------------------------
 
     def at(self, branch: str) -> BranchView:

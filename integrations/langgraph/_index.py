@@ -29,7 +29,9 @@ class Index:
     def __init__(self, db: rewinddb.Database) -> None:
         self.db = db
         if not db.branches.exists(_names.INDEX_BRANCH):
-            db.branches.fork("default", _names.INDEX_BRANCH, at=0)
+            with db.atomic():  # several processes may open the first saver at once
+                if not db.branches.exists(_names.INDEX_BRANCH):
+                    db.branches.fork("default", _names.INDEX_BRANCH, at=0)
         self.view = db.at(_names.INDEX_BRANCH)
 
     def get(self, key: str) -> Any:

@@ -241,6 +241,14 @@ class RewindSaver(BaseCheckpointSaver[str]):
 
     # Writing ------------------------------------------------------------------------
 
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One saver write: its checkpoint, events, forks and index entries commit
+        together or not at all (``db.atomic()``), so a crash, or another process using
+        the same database, never sees a checkpoint without its index entry."""
+        with self.lock, self.db.atomic():
+            yield
+
     def _free_name(self, name: str) -> str:
         candidate, n = name, 1
         while self.db.branches.exists(candidate):
@@ -292,7 +300,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         full_metadata = get_checkpoint_metadata(config, metadata)
         rest = {k: v for k, v in checkpoint.items() if k != "channel_values"}
         values = checkpoint.get("channel_values", {})
-        with self.lock:
+        with self._writing():
             branch, index_puts, namespace = self._branch_for(
                 thread_id, checkpoint_ns, checkpoint_id, parent_id
             )
@@ -366,7 +374,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         thread_id, checkpoint_ns, checkpoint_id = _target(config, "put_writes")
         if checkpoint_id is None:
             raise ValueError("put_writes: the config has no 'checkpoint_id' in 'configurable'")
-        with self.lock:
+        with self._writing():
             entry = self.index.get(_names.checkpoint_key(thread_id, checkpoint_ns, checkpoint_id))
             if entry is None:
                 # LangGraph may save a task's writes before (async) saving their
@@ -437,7 +445,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
     def delete_thread(self, thread_id: str) -> None:
         """Forget a thread and delete its branches (unless a copy still reads them)."""
         thread_id = str(thread_id)
-        with self.lock:
+        with self._writing():
             escaped = _names.escape(thread_id)
             owned = self.index.keys(f"own/{escaped}/")
             deletes = self._forget(thread_id, self.index.records(thread_id))
@@ -448,7 +456,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Forget every checkpoint (and its writes) made by one of ``run_ids``."""
-        with self.lock:
+        with self._writing():
             for run_id in run_ids:
                 keys = self.index.keys(f"run/{_names.escape(str(run_id))}/")
                 touched: set[tuple[str, str]] = set()
@@ -483,7 +491,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 self._keep_latest(str(thread_id))
 
     def _keep_latest(self, thread_id: str) -> None:
-        with self.lock:
+        with self._writing():
             escaped = _names.escape(thread_id)
             heads = {
                 (thread_id, _names.unescape(k.split("/", 2)[2])): (self.index.get(k) or {}).get(
@@ -508,7 +516,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread: one O(1) fork per branch; the copy reads the source's history."""
         source, target = str(source_thread_id), str(target_thread_id)
-        with self.lock:
+        with self._writing():
             src, dst = _names.escape(source), _names.escape(target)
             forks: dict[str, str] = {}
             puts: dict[str, Any] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
@@ -194,6 +195,49 @@ def test_empty_transaction_writes_nothing(db: rewinddb.Database) -> None:
     with db.transaction():
         pass
     assert db.version == 0 and db.commits() == []
+
+
+def test_atomic_commits_writes_on_several_branches_together(
+    db: rewinddb.Database, db_target: str | Path
+) -> None:
+    db.kv.put("before", 1)
+    with db.atomic():
+        child = db.branches.fork("default", "child")
+        db.at("child").kv.put("a", 1)
+        with db.transaction(message="two at once"):
+            db.kv.put("b", 2)
+            db.events.append("step")
+        with rewinddb.open(db_target) as other:  # another connection sees none of it yet
+            assert other.version == 1 and not other.branches.exists("child")
+    assert child.forked_at == 1 and db.version == 3  # each write kept its own version
+    assert db.at("child").kv.get("a") == 1 and db.kv.get("b") == 2
+    assert [c.branch for c in db.commits()] == ["default", "child", "default"]
+
+
+def test_atomic_rolls_everything_back_on_error(db: rewinddb.Database) -> None:
+    db.kv.put("a", 1)
+    with pytest.raises(RuntimeError), db.atomic():
+        db.branches.fork("default", "child")
+        db.at("child").kv.put("a", 2)
+        db.kv.put("a", 3)
+        db.events.append("step")
+        raise RuntimeError("the process died here")
+    assert db.version == 1 and db.kv.get("a") == 1 and len(db.events) == 0
+    assert not db.branches.exists("child")
+    db.kv.put("a", 4)  # the clock goes on from where it was
+    assert db.version == 2
+
+
+def test_atomic_is_refused_where_writes_are(db: rewinddb.Database, db_target: str | Path) -> None:
+    with pytest.raises(rewinddb.RewindError) as info, db.read(), db.atomic():
+        pass
+    assert info.value.code == "invalid.transaction"
+    with (
+        rewinddb.open(db_target, readonly=True) as readonly,
+        pytest.raises(rewinddb.ReadOnlyError),
+        readonly.atomic(),
+    ):
+        pass
 
 
 def test_big_values_round_trip(db: rewinddb.Database) -> None:
