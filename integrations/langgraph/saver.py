@@ -336,9 +336,10 @@ class RewindSaver(BaseCheckpointSaver[str]):
             self._index_checkpoint(
                 thread_id, checkpoint_ns, checkpoint_id, index_puts, entry, namespace
             )
-            early = self._early_writes.pop((thread_id, checkpoint_ns, checkpoint_id), [])
-            for writes, task_id, task_path in early:
+            early_key = (thread_id, checkpoint_ns, checkpoint_id)
+            for writes, task_id, task_path in self._early_writes.get(early_key, ()):
                 self._append_writes(entry, checkpoint_id, writes, task_id, task_path)
+            self._early_writes.pop(early_key, None)  # kept if anything above failed
         return _config(thread_id, checkpoint_ns, checkpoint_id)
 
     def _index_checkpoint(
