@@ -42,6 +42,11 @@ def event_hash(previous: str, sequence: int, event_type: str, version: int, payl
     return digest.hexdigest()
 
 
+def _like(text: str) -> str:
+    """A LIKE pattern (``\\`` escapes) matching ``text`` anywhere."""
+    return "%" + re.sub(r"([%_\\])", r"\\\1", text) + "%"
+
+
 def event_from_row(engine: Engine, row: tuple[Any, ...]) -> Event:
     branch_id, sequence, event_type, payload, version, ts, digest, origin_id, origin_seq = row
     return Event(
@@ -291,8 +296,10 @@ class Events:
         """Events in sequence order, as the log was at ``as_of`` (default: now).
 
         ``after`` skips sequences up to and including it; ``event_type`` filters;
-        ``search`` keeps events whose type or JSON payload text contains it (ASCII
-        letters match either case).
+        ``search`` keeps events whose type contains it, or whose payload does: in a
+        string (quotes and backslashes included) or in its compact JSON text
+        (``"ok":true``).
+        ASCII letters match either case.
         """
         if event_type is not None:
             check_name(event_type, "event_type")
@@ -321,13 +328,14 @@ class Events:
                     sql += " AND event_type = ?"
                     params.append(event_type)
                 if search:
-                    pattern = "%" + re.sub(r"([%_\\])", r"\\\1", search) + "%"
                     conn = engine.conn
-                    sql += (
-                        f" AND ({conn.contains_text('event_type')} "
-                        f"OR {conn.contains_text('payload', binary=True)})"
-                    )
-                    params += [pattern, pattern]
+                    # The payload is JSON: text inside its strings is stored escaped.
+                    patterns = dict.fromkeys([_like(search), _like(dumps(search)[1:-1].decode())])
+                    sql += f" AND ({conn.contains_text('event_type')}"
+                    for _ in patterns:
+                        sql += f" OR {conn.contains_text('payload', binary=True)}"
+                    sql += ")"
+                    params += [_like(search), *patterns]
                 # Within a branch, sequence order is version order: this walks an index.
                 # From ``after`` on, the primary key seeks straight to it (the version
                 # index would read every event up to ``cap`` to find the later ones).

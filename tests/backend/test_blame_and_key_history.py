@@ -88,6 +88,17 @@ def test_events_search_matches_type_and_payload_text(db: rewinddb.Database) -> N
     assert info.value.code == "invalid.search"
 
 
+def test_events_search_matches_text_inside_json_strings(db: rewinddb.Database) -> None:
+    db.events.append("said", {"text": 'she said "hi" \\ then\nleft', "ok": True})
+    db.events.append("said", {"text": "ünïcode ✓"})
+    found = lambda text: [i.event.sequence for i in db.events.list(search=text)]  # noqa: E731
+    assert found('said "hi"') == [0]  # stored as said \"hi\" in the JSON text
+    assert found("\\ then") == [0] and found("then\nleft") == [0]
+    assert found('"ok":true') == [0]  # the JSON text itself still matches
+    assert found("ünïcode ✓") == [1]
+    assert found('"hi" \\ now') == []
+
+
 def test_read_sees_one_history_while_another_connection_writes(
     db: rewinddb.Database, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
