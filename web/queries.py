@@ -205,9 +205,13 @@ def key_history(db: rewinddb.Database, branch: str, space: str, key: str) -> dic
 
 def parse_point(db: rewinddb.Database, text: str) -> tuple[str, int | None]:
     """``BRANCH@VERSION`` (or just ``BRANCH``: its head) -> (branch, version or None).
-    A branch whose own name ends in ``@digits`` is taken whole when it exists."""
+
+    The explorer's links always name a version, so ``run@5`` is ``run`` at 5 whenever
+    ``run`` exists, even if a branch called ``run@5`` exists too (its links read
+    ``run@5@VERSION``); the text is a branch name only when nothing else fits.
+    """
     match = _POINT.match(text)
-    if match and not db.branches.exists(text):
+    if match and (db.branches.exists(match.group("branch")) or not db.branches.exists(text)):
         return match.group("branch"), int(match.group("version"))
     return text, None
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
+import rewinddb
+from rewinddb.web import create_app
 from rewinddb.web.urls import tilde_decode, tilde_encode
 
 HX = {"HX-Request": "true"}
@@ -108,6 +111,24 @@ def test_compare_aligns_logs_and_marks_the_first_divergence(client: TestClient) 
     at = client.get("/compare.json?a=research@30&b=research@40").json()
     assert (at["a"]["version"], at["b"]["version"]) == (30, 40)
     assert client.get("/compare").status_code == 200  # the empty form
+
+
+def test_compare_points_of_branches_named_like_points(tmp_path: Path) -> None:
+    with rewinddb.open(tmp_path / "db") as db:
+        db.branches.fork("default", "run")
+        for n in range(6):
+            db.at("run").kv.put("n", n)
+        db.branches.fork("run", "run@5", at=2)
+        db.at("run@5").kv.put("n", "own")
+    with TestClient(create_app(tmp_path / "db")) as client:
+        point = client.get("/compare.json?a=run@5&b=run@5@7").json()  # run at 5; run@5 at 7
+        assert (point["a"]["branch"], point["a"]["version"]) == ("run", 5)
+        assert (point["b"]["branch"], point["b"]["version"]) == ("run@5", 7)
+        whole = client.get("/compare.json?a=run@5@2&b=run").json()
+        assert (whole["a"]["branch"], whole["a"]["version"]) == ("run@5", 2)
+        page = client.get("/compare?a=run@5@7&b=run@5").text
+        for link in re.findall(r'href="(/compare[^"]*)"', page):  # its own links resolve
+            assert client.get(link.replace("&amp;", "&")).status_code == 200
 
 
 def test_whole_values_load_on_demand(client: TestClient) -> None:
