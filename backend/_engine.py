@@ -475,6 +475,23 @@ class Engine:
             return bytes(body or b"")
         return self.arrays.decode(bytes(body or b"null"), None if refs is None else bytes(refs))
 
+    def read_in_server(self, branch: str, as_of: AsOf, space: str, key: str) -> tuple[Any] | None:
+        """``(value,)`` of ``key`` on ``branch`` at ``as_of`` (now, or a version) read by one
+        call of ``rewind_read_entry`` on a backend with routines; None where the ordinary
+        path must answer (no routines, a datetime, no such branch, an out-of-range
+        version: it raises the right error)."""
+        if not self.conn.routines or self.conn.closed:
+            return None
+        if as_of is not None and (type(as_of) is not int or not 0 <= as_of < 2**63):
+            return None
+        check_name(branch, "branch")
+        status, kind, body, refs = self.conn.fetchone(
+            "SELECT * FROM rewind_read_entry(?, ?, ?, ?)", (branch, space, key, as_of)
+        )
+        if status == 1:
+            return None
+        return (MISSING,) if status == 2 else (self.decode(kind, body, refs),)
+
     def read_value(self, record: BranchRecord, version: int, space: str, key: str) -> Any:
         """The value of ``key`` at (record, version), or ``MISSING``."""
         row = self.read_entry(record, version, space, key)

@@ -1,4 +1,4 @@
-"""PostgreSQL's write routines: a single write as one statement, so one round trip.
+"""PostgreSQL's routines: a single write, or the read of one key, as one statement.
 
 A write on PostgreSQL made statement by statement costs five round trips (begin and the
 write lock, the branch, the version, the row, the commit) and about five statements of
@@ -13,12 +13,17 @@ under the same write lock:
   since its encoding depends on the key's previous entry);
 - ``rewind_append_event``: ``events.append``, ``expected_index`` included; the hash is
   computed in the server exactly as ``events.event_hash`` computes it (a test checks both
-  agree, hostile event types included).
+  agree, hostile event types included);
+- ``rewind_read_entry``: the read of one key (``kv.get``, ``state.get``, ``json.get``)
+  now or at a version: the branch, the clock, and one seek per lineage step, which are
+  three round trips from Python. It reads in the caller's transaction (a ``db.read()``
+  snapshot, or a write transaction), so it sees what Python's statements would.
 
-Both return NULL (or a status) where Python must answer instead (no such branch, an
-append conflict), having written nothing. The version is allocated by the very statement
-Python uses (``_engine.NEXT_COMMIT``), its ``?`` filled with the routine's arguments.
-The routines are installed with the schema (and by migration 3 on older databases);
+They return NULL (or a status) where Python must answer instead (no such branch, an
+append conflict, an ``as_of`` out of range), having written nothing. The version is
+allocated by the very statement Python uses (``_engine.NEXT_COMMIT``), its ``?`` filled
+with the routine's arguments. The routines are installed with the schema (and by
+migrations 3 and 4 on older databases);
 ``CREATE OR REPLACE`` makes installing twice harmless.
 """
 
@@ -121,6 +126,54 @@ BEGIN{begin_write}
       origin_branch_id, origin_sequence)
     VALUES (branch_id_, o_sequence, p_type, p_payload, o_version, o_ts, o_hash, NULL, NULL);
   o_status := 0;
+END
+$body$""",
+        # Status 0: found (kind, body, refs); 2: no entry (never written here or before);
+        # 1: Python must answer (no live branch, or as_of outside the branch's history).
+        # The lineage is walked as Engine.lineage walks it; the first entry found is the
+        # newest (a branch's own rows are newer than what it inherited).
+        """
+CREATE OR REPLACE FUNCTION rewind_read_entry(
+  p_branch text, p_space text, p_key text, p_as_of bigint,
+  OUT o_status integer, OUT o_kind integer, OUT o_body bytea, OUT o_refs bytea)
+LANGUAGE plpgsql STABLE AS $body$
+DECLARE
+  step bigint;
+  forked bigint;
+  cap bigint;
+  parent bigint;
+  fork bigint;
+BEGIN
+  SELECT id, forked_at INTO step, forked FROM rewind_branches
+    WHERE name = p_branch AND deleted_at IS NULL;
+  IF step IS NULL THEN
+    o_status := 1;
+    RETURN;
+  END IF;
+  SELECT greatest(coalesce(max(version), 0), forked) INTO cap FROM rewind_commits;
+  SELECT greatest(cap, max(CAST(value AS BIGINT))) INTO cap FROM rewind_meta
+    WHERE key = 'clock_floor';
+  IF p_as_of IS NOT NULL THEN
+    IF p_as_of < forked OR p_as_of > cap THEN
+      o_status := 1;
+      RETURN;
+    END IF;
+    cap := p_as_of;
+  END IF;
+  LOOP
+    SELECT kind, body, refs INTO o_kind, o_body, o_refs FROM rewind_entries
+      WHERE branch_id = step AND space = p_space AND key = p_key AND version <= cap
+      ORDER BY version DESC LIMIT 1;
+    IF FOUND THEN
+      o_status := 0;
+      RETURN;
+    END IF;
+    SELECT parent_id, forked_at INTO parent, fork FROM rewind_branches WHERE id = step;
+    EXIT WHEN parent IS NULL;
+    cap := least(cap, fork);
+    step := parent;
+  END LOOP;
+  o_status := 2;
 END
 $body$""",
     ]

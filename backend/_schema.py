@@ -20,10 +20,10 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Column, Index, Integer, LargeBinary, text
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """1: the first schema. 2: versions, sequences and ids are 64-bit on PostgreSQL too
-(SQLite's INTEGER always was). 3: PostgreSQL's write routines (``_pg_routines``); see
-``_migrations``."""
+(SQLite's INTEGER always was). 3: PostgreSQL's write routines, 4: its read routine
+(``_pg_routines``); see ``_migrations``."""
 
 
 _WITHOUT_ROWID = {"sqlite_with_rowid": False}

@@ -181,7 +181,7 @@ def test_an_older_database_gets_its_routines(postgres_url: str) -> None:
     with rewinddb.open(postgres_url) as db:
         db.kv.put("k", 1)
         names = _routines(db)
-        assert names == {"rewind_put_entry", "rewind_append_event"}
+        assert names == {"rewind_put_entry", "rewind_append_event", "rewind_read_entry"}
         with db._engine.conn.write():  # back to schema 2: no routines
             for name in names:
                 db._engine.conn.execute(f"DROP FUNCTION {name}")
@@ -195,3 +195,52 @@ def test_an_older_database_gets_its_routines(postgres_url: str) -> None:
         assert db._engine.conn.schema_migrated == (2, _schema.SCHEMA_VERSION)
         assert _routines(db) == names
         assert db.kv.put("k", 2) == 2 and db.kv.get("k", as_of=1) == 1
+
+
+def test_a_read_of_one_key_is_one_statement(pg: rewinddb.Database, postgres_url: str) -> None:
+    pg.kv.put("k", {"v": 1})
+    pg.kv.put("b", b"\x00\xff")
+    pg.kv.put("gone", 1)
+    pg.kv.delete("gone")
+    pg.json.set("doc", "$", {"a": {"b": [1, 2]}})
+    pg.branches.fork("default", "child")
+    pg.at("child").kv.put("k", {"v": 2})
+    pg.branches.fork("child", "grandchild")
+    child, grandchild = pg.at("child"), pg.at("grandchild")
+    with statements(pg) as sent:
+        assert pg.kv.get("k") == {"v": 1} and pg.kv.get("k", as_of=1) == {"v": 1}
+        assert pg.kv.get("b") == b"\x00\xff"
+        assert pg.kv.get("gone", "default") == "default"
+        assert pg.kv.get("never") is None
+        assert pg.json.get("doc", "$.a.b[1]") == 2
+        assert grandchild.kv.get("k") == {"v": 2}  # inherited through two forks
+        assert grandchild.kv.get("b") == b"\x00\xff"
+        assert child.kv.get("k", as_of=5) == {"v": 1}  # before the child's write
+    assert len(sent) == 9 and all("rewind_read_entry" in sql for sql in sent)
+    with pg.read():  # inside a snapshot it reads the snapshot
+        assert pg.kv.get("k") == {"v": 1}
+        with rewinddb.open(postgres_url) as other:
+            other.kv.put("k", "changed")
+        assert pg.kv.get("k") == {"v": 1}
+    assert pg.kv.get("k") == "changed"
+
+
+def test_reads_the_server_cannot_answer_say_what_is_wrong(pg: rewinddb.Database) -> None:
+    pg.kv.put("k", 1)
+    pg.branches.fork("default", "child")
+    pg.branches.fork("default", "gone")
+    pg.branches.delete("gone")
+    for read, error in (
+        (lambda: pg.kv.get("k", as_of=99), "invalid.as_of"),
+        (lambda: pg.kv.get("k", as_of=True), "invalid.as_of"),
+        (lambda: pg.kv.get("k", as_of=-1), "invalid.as_of"),
+        (lambda: pg.kv.get("k", as_of=2**70), "invalid.as_of"),
+        (lambda: pg.at("child").kv.get("k", as_of=0), "history_unavailable"),
+        (lambda: pg.at("gone").kv.get("k"), "not_found.engine.branch"),
+        (lambda: pg.kv.get(""), "invalid.key"),
+    ):
+        with pytest.raises(rewinddb.RewindError) as info:
+            read()
+        assert info.value.code == error
+    when = pg.commits()[0].timestamp  # a datetime takes the ordinary path
+    assert pg.kv.get("k", as_of=when) == 1
