@@ -5,13 +5,11 @@ run graphs on one database at once (each opening the first saver, too)."""
 from __future__ import annotations
 
 import multiprocessing
-import operator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import pytest
-from langgraph.graph import END, START, StateGraph
-from typing_extensions import TypedDict
+from chat_graphs import chat_graph, thread
 
 import rewinddb
 from rewinddb.integrations.langgraph import RewindSaver
@@ -20,28 +18,12 @@ PROCESSES = 4
 TURNS = 8
 
 
-class State(TypedDict):
-    log: Annotated[list[str], operator.add]
-
-
-def _graph(saver: RewindSaver) -> Any:
-    builder = StateGraph(State)
-    builder.add_node("agent", lambda state: {"log": [f"reply {len(state['log'])}"]})
-    builder.add_edge(START, "agent")
-    builder.add_edge("agent", END)
-    return builder.compile(checkpointer=saver)
-
-
-def _config(thread: str) -> dict:
-    return {"configurable": {"thread_id": thread}}
-
-
 def test_a_put_that_fails_midway_leaves_nothing(
     saver: RewindSaver, db: rewinddb.Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    graph = _graph(saver)
-    graph.invoke({"log": ["hi"]}, _config("t"), durability="sync")
-    before = graph.get_state(_config("t"))
+    graph = chat_graph(saver)
+    graph.invoke({"log": ["hi"]}, thread("t"), durability="sync")
+    before = graph.get_state(thread("t"))
     clock, branches = db.version, [b.name for b in db.branches.list()]
 
     def crash(*args: object, **kwargs: object) -> None:
@@ -49,23 +31,23 @@ def test_a_put_that_fails_midway_leaves_nothing(
 
     monkeypatch.setattr(saver.index, "write", crash)
     with pytest.raises(RuntimeError):
-        graph.invoke({"log": ["again"]}, _config("t"), durability="sync")
+        graph.invoke({"log": ["again"]}, thread("t"), durability="sync")
     monkeypatch.undo()
     assert db.version == clock  # no orphan checkpoint version on the thread's branch
     assert [b.name for b in db.branches.list()] == branches
-    assert graph.get_state(_config("t")).values == before.values
-    graph.invoke({"log": ["again"]}, _config("t"), durability="sync")  # and it goes on
-    assert graph.get_state(_config("t")).values["log"][-2:] == ["again", "reply 3"]
+    assert graph.get_state(thread("t")).values == before.values
+    graph.invoke({"log": ["again"]}, thread("t"), durability="sync")  # and it goes on
+    assert graph.get_state(thread("t")).values["log"][-2:] == ["again", "reply 3"]
 
 
 def _run_thread(path: str, number: int, start: Any) -> None:
     start.wait()
     with RewindSaver.from_path(path) as saver:  # every process may create the index
-        graph = _graph(saver)
+        graph = chat_graph(saver)
         for turn in range(TURNS):
-            graph.invoke({"log": [f"p{number} turn {turn}"]}, _config(f"p{number}"))
+            graph.invoke({"log": [f"p{number} turn {turn}"]}, thread(f"p{number}"))
         # time travel from this process's own past: a fork, under the others' writes
-        past = list(graph.get_state_history(_config(f"p{number}")))[-3]
+        past = list(graph.get_state_history(thread(f"p{number}")))[-3]
         graph.invoke({"log": [f"p{number} retry"]}, past.config)
 
 
@@ -85,9 +67,9 @@ def test_processes_run_graphs_on_one_database(tmp_path: Path) -> None:
         worker.join(timeout=240)
         assert worker.exitcode == 0
     with RewindSaver.from_path(path) as saver:
-        graph = _graph(saver)
+        graph = chat_graph(saver)
         for number in range(PROCESSES):
-            config = _config(f"p{number}")
+            config = thread(f"p{number}")
             log = graph.get_state(config).values["log"]
             assert log[0] == f"p{number} turn 0" and log[-2] == f"p{number} retry"
             history = list(graph.get_state_history(config))
