@@ -415,6 +415,21 @@ class Engine:
                 raise
             group.entry_trigger = saved[-1]
 
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Writes inside commit together (``db.atomic()``): the outermost block is a
+        transaction, an inner one a savepoint; when it rolls back inside an open
+        ``transaction()``, that transaction forgets what the block wrote."""
+        with self.conn.write():
+            group = self._group
+            saved = group.saved() if group is not None else None
+            try:
+                yield
+            except BaseException:
+                if group is not None and saved is not None:
+                    group.restore(saved)
+                raise
+
     def check_fork_source(self, record: BranchRecord) -> None:
         """Refuse to fork the branch an open transaction has written to: the fork would
         see the transaction's later writes too."""

@@ -104,6 +104,9 @@ class PostgresConnection(Connection):
         # for the disk at every commit.
         synchronous = "on" if self.durability == "full" else "off"
         raw.execute(f"SET synchronous_commit = {synchronous}")
+        # The write routines run as statements of their own: in READ COMMITTED, whatever
+        # the server's default, so what they read after the write lock is the newest.
+        raw.execute("SET default_transaction_isolation = 'read committed'")
         if self.readonly:
             raw.execute("SET default_transaction_read_only = on")
         self._raw = raw
@@ -126,16 +129,24 @@ class PostgresConnection(Connection):
             self._sql[sql] = translated
         return translated
 
-    def _failed(self, error: Exception) -> RewindError:
+    def _failed(self, error: Exception, *, committing: bool = False) -> RewindError:
         if isinstance(error, pg_errors.LockNotAvailable):
             return DatabaseBusyError(
                 f"another writer held the database for longer than busy_timeout ({error}); "
                 "retry, or open it with a longer busy_timeout"
             )
         if self._raw is not None and (self._raw.closed or self._raw.broken):
+            if committing or not self._depth:  # the server may have committed before it went
+                outcome = (
+                    "the statement was a transaction of its own (a write routine) or a COMMIT, "
+                    "which the server may have carried out before the connection went: read "
+                    "before retrying"
+                )
+            else:
+                outcome = "nothing of the transaction in progress was written"
             return ConnectionLostError(
                 f"the connection to {self.location} was lost ({str(error).strip()}); "
-                "nothing of the transaction in progress was written; the next call reconnects"
+                f"{outcome}; the next call reconnects"
             )
         return RewindError(f"PostgreSQL failed: {str(error).strip()}", code="storage")
 
@@ -197,7 +208,7 @@ class PostgresConnection(Connection):
                 return
             if not raw.closed and not raw.broken:
                 raw.execute("ROLLBACK")
-            raise self._failed(error) from error
+            raise self._failed(error, committing=True) from error
 
     def _close(self) -> None:
         if self._raw is not None:

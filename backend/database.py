@@ -200,7 +200,7 @@ class Database(_Primitives):
         version, in order, but no reader and no crash ever sees some of them without the
         others. An exception inside rolls all of them back. The block holds the write
         lock (other writers wait), so keep it short."""
-        with self._engine.conn.write():
+        with self._engine.atomic():
             yield
 
     # -- views and history -------------------------------------------------------

@@ -5,6 +5,8 @@ rest of the backend suite runs every such write through them on PostgreSQL)."""
 from __future__ import annotations
 
 import itertools
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -15,6 +17,7 @@ import rewinddb
 from rewinddb import _schema
 from rewinddb._values import dumps
 from rewinddb.events import event_hash
+from rewinddb.testing import PostgresServer
 
 HOSTILE_TYPES = [
     "tool.call",
@@ -244,3 +247,32 @@ def test_reads_the_server_cannot_answer_say_what_is_wrong(pg: rewinddb.Database)
         assert info.value.code == error
     when = pg.commits()[0].timestamp  # a datetime takes the ordinary path
     assert pg.kv.get("k", as_of=when) == 1
+
+
+def test_routines_see_the_newest_commits_whatever_the_server_default(
+    postgres: PostgresServer,
+) -> None:
+    """A routine waits for the write lock inside its one statement; under a server default
+    of REPEATABLE READ its snapshot would predate the commit it waited for."""
+    url = postgres.new_schema()
+    repeatable = postgres.url_for(
+        postgres.schemas[-1], "default_transaction_isolation=repeatable\\ read"
+    )
+    with rewinddb.open(url) as holder, rewinddb.open(repeatable) as waiter:
+        setting = waiter._engine.conn.fetchone("SHOW default_transaction_isolation")[0]
+        assert setting == "read committed"  # rewinddb's own, over the URL's
+        holder.kv.put("k", 0)
+        results: list[Any] = []
+        with holder.transaction():
+            holder.kv.put("k", 1)  # holds the write lock
+            writers = [
+                threading.Thread(target=lambda: results.append(waiter.kv.put("k", 2))),
+            ]
+            for writer in writers:
+                writer.start()
+            time.sleep(0.3)  # the waiter's routine is now waiting for the lock
+        for writer in writers:
+            writer.join(timeout=30)
+        assert results == [3] and waiter.kv.get("k") == 2
+        event = waiter.events.append("step")
+        assert event.version == 4 and waiter.events.verify().ok

@@ -228,6 +228,24 @@ def test_atomic_rolls_everything_back_on_error(db: rewinddb.Database) -> None:
     assert db.version == 2
 
 
+def test_atomic_rolled_back_inside_a_transaction_undoes_only_itself(
+    db: rewinddb.Database,
+) -> None:
+    with db.transaction(message="tx"):
+        with pytest.raises(KeyError), db.atomic():
+            db.kv.put("a", 1)  # the transaction's first write: its version is allocated
+            raise KeyError("undo the block")
+        db.kv.put("b", 1)
+        with pytest.raises(KeyError), db.atomic():
+            db.kv.put("b", 2)  # a key the transaction had already written
+            db.kv.put("c", 2)
+            raise KeyError("undo the block")
+        assert db.kv.put("d", 3) == 1
+    assert db.version == 1 and [c.message for c in db.commits()] == ["tx"]
+    assert db.kv.items() == {"b": 1, "d": 3}
+    assert db.kv.put("e", 4) == 2 and db.kv.items() == {"b": 1, "d": 3, "e": 4}
+
+
 def test_atomic_is_refused_where_writes_are(db: rewinddb.Database, db_target: str | Path) -> None:
     with pytest.raises(rewinddb.RewindError) as info, db.read(), db.atomic():
         pass
