@@ -72,8 +72,8 @@ class Connection:
     dialect = ""
     #: Where the database is, for messages (a file, or a URL without its password).
     location = ""
-    #: The server has write routines (``_pg_routines``): a write that is a transaction of
-    #: its own can be one call.
+    #: The server has routines (``_pg_routines``): a write that is a transaction of its
+    #: own, or the read of one key, can be one call.
     routines = False
 
     def __init__(self, *, readonly: bool, busy_timeout: float) -> None:
@@ -115,8 +115,8 @@ class Connection:
         """Before the schema of a new database is created (SQLite switches to WAL)."""
 
     def install_routines(self) -> None:
-        """Create the server-side write routines, in the open write transaction (a backend
-        with ``routines``; the schema's creation and migration 3 call it)."""
+        """Create the server-side routines in the open write transaction (a backend with
+        ``routines``; the schema's creation and migrations 3 and 4 call it)."""
 
     def _is_empty(self) -> bool:
         raise NotImplementedError

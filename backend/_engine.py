@@ -422,12 +422,14 @@ class Engine:
         ``transaction()``, that transaction forgets what the block wrote."""
         with self.conn.write():
             group = self._group
-            saved = group.saved() if group is not None else None
+            if group is None:
+                yield
+                return
+            saved = group.saved()
             try:
                 yield
             except BaseException:
-                if group is not None and saved is not None:
-                    group.restore(saved)
+                group.restore(saved)
                 raise
 
     def check_fork_source(self, record: BranchRecord) -> None:
@@ -583,17 +585,32 @@ class Engine:
         kind, body, shared = encoded
         with self.conn.lock:
             if not shared and self.standalone_write():
-                trigger = check_text(trigger, "trigger")
-                message = check_text(message, "message")
-                check_name(branch, "branch")
-                row = self.conn.fetchone(
-                    "SELECT rewind_put_entry(?, ?, ?, ?, ?, ?, ?, ?)",
-                    (branch, space, key, kind, body, trigger, message, now_micros()),
+                row = self.write_in_server(
+                    "rewind_put_entry", branch, (space, key, kind, body), trigger, message
                 )
                 if row[0] is not None:
                     return int(row[0])  # else no such branch: the ordinary path says so
             with self.writing(branch, trigger, message) as write:
                 return self.write_value(write, space, key, value, encoded=encoded)
+
+    def write_in_server(
+        self,
+        routine: str,
+        branch: str,
+        arguments: tuple[Any, ...],
+        trigger: str | None,
+        message: str | None,
+    ) -> tuple[Any, ...]:
+        """The row of one call of a write routine (``_pg_routines``), whose parameters are
+        the branch, ``arguments``, trigger, message and the time, in that order. The caller
+        checked ``standalone_write()``; the checks ``writing()`` makes come first here."""
+        trigger = check_text(trigger, "trigger")
+        message = check_text(message, "message")
+        check_name(branch, "branch")
+        values = (branch, *arguments, trigger, message, now_micros())
+        marks = ", ".join("?" * len(values))
+        row: tuple[Any, ...] = self.conn.fetchone(f"SELECT * FROM {routine}({marks})", values)
+        return row
 
     def standalone_write(self) -> bool:
         """A write now would be a transaction of its own on a backend with write routines

@@ -14,15 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ._engine import (
-    AsOf,
-    BranchRecord,
-    Engine,
-    check_count,
-    check_name,
-    check_text,
-    now_micros,
-)
+from ._engine import AsOf, BranchRecord, Engine, check_count, check_name, check_text
 from ._values import dumps, loads, validate
 from .errors import AppendConflictError, EventNotFound, InvalidInputError
 from .models import Event, EventItem, from_micros
@@ -244,21 +236,12 @@ class Events:
         engine = self._engine
         if not engine.standalone_write():
             return None
-        trigger = check_text(trigger, "trigger")
-        message = check_text(message, "message")
-        check_name(self._branch, "branch")
-        status, version, ts, sequence, digest = engine.conn.fetchone(
-            "SELECT * FROM rewind_append_event(?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                self._branch,
-                event_type,
-                dumps(event_type),
-                payload_bytes,
-                expected_index,
-                trigger,
-                message,
-                now_micros(),
-            ),
+        status, version, ts, sequence, digest = engine.write_in_server(
+            "rewind_append_event",
+            self._branch,
+            (event_type, dumps(event_type), payload_bytes, expected_index),
+            trigger,
+            message,
         )
         if status == 1:
             return None  # no such branch: the ordinary path says which way
@@ -330,12 +313,13 @@ class Events:
                 if search:
                     conn = engine.conn
                     # The payload is JSON: text inside its strings is stored escaped.
-                    patterns = dict.fromkeys([_like(search), _like(dumps(search)[1:-1].decode())])
+                    plain = _like(search)
+                    patterns = dict.fromkeys([plain, _like(dumps(search)[1:-1].decode())])
                     sql += f" AND ({conn.contains_text('event_type')}"
                     for _ in patterns:
                         sql += f" OR {conn.contains_text('payload', binary=True)}"
                     sql += ")"
-                    params += [_like(search), *patterns]
+                    params += [plain, *patterns]
                 # Within a branch, sequence order is version order: this walks an index.
                 # From ``after`` on, the primary key seeks straight to it (the version
                 # index would read every event up to ``cap`` to find the later ones).
