@@ -290,6 +290,20 @@ class Engine:
             steps.append((record.id, cap))
         return steps
 
+    def row_lineage(self, record: BranchRecord, version: int) -> list[tuple[int, int]]:
+        """``lineage`` without the steps that cannot hold a visible row: a branch's own rows
+        are all newer than its fork point, so a step capped at or below it reads nothing
+        (the parent of a branch forked at version 0, for one)."""
+        steps = []
+        cap = version
+        while True:
+            if cap > record.forked_at:
+                steps.append((record.id, cap))
+            if record.parent_id is None:
+                return steps
+            cap = min(cap, record.forked_at)
+            record = self.branch_by_id(record.parent_id)
+
     def owner_at(self, record: BranchRecord, version: int) -> BranchRecord:
         """The branch of ``record``'s lineage whose history holds ``version``: reading it
         there gives what ``record`` inherited at that version (for inherited history)."""
@@ -465,6 +479,10 @@ class Engine:
     # -- entries (kv values and JSON documents) ----------------------------------
 
     _ENTRY_COLUMNS = "kind, body, refs, version, trigger"
+    _INSERT_ENTRY = (
+        "INSERT INTO rewind_entries (branch_id, space, key, version, kind, body, refs, trigger) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    )
 
     def read_entry(
         self, record: BranchRecord, version: int, space: str, key: str
@@ -474,7 +492,9 @@ class Engine:
         One index seek per lineage step, sent as one statement; the branch's own rows are
         newer than its ancestors', so the newest row found wins.
         """
-        steps = self.lineage(record, version)
+        steps = self.row_lineage(record, version)
+        if not steps:
+            return None
         seek = (
             f"SELECT * FROM (SELECT {self._ENTRY_COLUMNS}, branch_id FROM rewind_entries "
             "WHERE branch_id = ? AND space = ? AND key = ? AND version <= ? "
@@ -558,11 +578,33 @@ class Engine:
             )
         else:
             self.conn.execute(
-                "INSERT INTO rewind_entries (branch_id, space, key, version, kind, body, refs, "
-                "trigger) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                self._INSERT_ENTRY,
                 (context.branch.id, space, key, version, kind, body, refs, context.entry_trigger),
             )
             context.written.add(slot)
+        return version
+
+    def write_values(
+        self, context: WriteContext, space: str, values: dict[str, Any], *, validated: bool = False
+    ) -> int:
+        """Write several entries (``MISSING``: a deletion) in this commit, keys in sorted
+        order; the entries that need no earlier row go in one statement."""
+        version = context.commit()
+        rows = []
+        for key in sorted(values):
+            value = values[key]
+            encoded = self.encode(value, validated=validated)
+            kind, body, shared = encoded
+            slot = (space, key)
+            if shared or slot in context.written:
+                self.write_value(context, space, key, value, encoded=encoded)
+                continue
+            rows.append(
+                (context.branch.id, space, key, version, kind, body, None, context.entry_trigger)
+            )
+            context.written.add(slot)
+        if rows:
+            self.conn.executemany(self._INSERT_ENTRY, rows)
         return version
 
     def put_value(
@@ -631,7 +673,7 @@ class Engine:
         key -> (kind, body, refs), deleted keys left out. One query per lineage step."""
         columns = "e.kind, e.body, e.refs" if with_values else "e.kind, NULL, NULL"
         newest: dict[str, tuple[int, bytes | None, bytes | None]] = {}
-        for branch_id, cap in self.lineage(record, version):
+        for branch_id, cap in self.row_lineage(record, version):
             for key, kind, body, refs in self.newest_rows(branch_id, cap, space, columns):
                 newest.setdefault(key, (kind, body, refs))
         return {key: row for key, row in newest.items() if row[0] != KIND_DELETED}

@@ -81,8 +81,8 @@ class KeySpace:
             for key, value in values.items()
             if not same(current.get(key, MISSING), value)
         )
-        for key in sorted(changes):
-            engine.write_value(write, self.space, key, changes[key], validated=True)
+        if changes:
+            engine.write_values(write, self.space, changes, validated=True)
         return bool(changes)
 
     def _history(self, key: str | None, as_of: AsOf) -> list[HistoryEntry]:

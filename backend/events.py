@@ -70,7 +70,7 @@ def events_between(engine: Engine, branch_id: int, low: int, high: int) -> list[
 
 def last_event(engine: Engine, record: BranchRecord, version: int) -> tuple[int, str] | None:
     """(sequence, hash) of the newest event visible at (record, version)."""
-    for branch_id, cap in engine.lineage(record, version):
+    for branch_id, cap in engine.row_lineage(record, version):
         row = engine.conn.fetchone(
             "SELECT sequence, hash FROM rewind_events WHERE branch_id = ? AND version <= ? "
             "ORDER BY version DESC, sequence DESC LIMIT 1",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ._engine import MISSING, AsOf, check_name
 from ._keyspace import KeySpace
+from .errors import InvalidInputError
 from .models import HistoryEntry
 
 
@@ -20,6 +22,20 @@ class KV(KeySpace):
         """Store ``value`` (JSON or bytes) under ``key``; returns the new version."""
         check_name(key, "key")
         return self._engine.put_value(self._branch, self.space, key, value, trigger, message)
+
+    def put_many(
+        self,
+        values: Mapping[str, Any],
+        *,
+        trigger: str | None = None,
+        message: str | None = None,
+    ) -> int:
+        """Store several keys as one version; returns it."""
+        values = self._checked(values, "kv")
+        if not values:
+            raise InvalidInputError("put_many needs at least one key", code="invalid.kv")
+        with self._engine.writing(self._branch, trigger, message) as write:
+            return self._engine.write_values(write, self.space, values, validated=True)
 
     def get(self, key: str, default: Any = None, *, as_of: AsOf = None) -> Any:
         """The value of ``key`` at ``as_of`` (default: now), or ``default``."""

@@ -69,10 +69,7 @@ class State(KeySpace):
         if not values:
             raise InvalidInputError("set_many needs at least one key", code="invalid.state")
         with self._engine.writing(self._branch, trigger, message) as write:
-            version = write.commit()
-            for key in sorted(values):
-                self._engine.write_value(write, self.space, key, values[key], validated=True)
-            return version
+            return self._engine.write_values(write, self.space, values, validated=True)
 
     def get_all(self, *, as_of: AsOf = None) -> dict[str, Any]:
         """All state as a dict (at ``as_of``)."""

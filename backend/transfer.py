@@ -326,6 +326,7 @@ class _Importer:
         self.engine = engine
         self.clock = 0
         self.branches: dict[int, int] = {}
+        self.fork_points: dict[int, int] = {}  # (new) branch id -> its fork point
         self.arrays: dict[int, int] = {}
         self.lengths: dict[int, int] = {}  # (new) array id -> items stored so far
         self.placeholders: dict[int, int] = {}  # origin branches the file leaves out
@@ -420,7 +421,9 @@ class _Importer:
             raise self.fail(f"branch {name!r} is forked at {forked_at}, after the file's clock")
         if name == DEFAULT_BRANCH and parent is None and deleted_at is None:
             # The target has no history, so its default branch becomes the file's.
-            self.branches[old_id] = self.engine.branch(DEFAULT_BRANCH).id
+            default = self.engine.branch(DEFAULT_BRANCH)
+            self.branches[old_id] = default.id
+            self.fork_points[default.id] = default.forked_at
             conn.execute(
                 "UPDATE rewind_branches SET created_at = ? WHERE id = ?",
                 (created_at, self.branches[old_id]),
@@ -441,6 +444,7 @@ class _Importer:
             "VALUES (?, ?, ?, ?, ?)",
             (name, self.branch_id(parent), forked_at, created_at, deleted_at),
         )
+        self.fork_points[self.branches[old_id]] = forked_at
         self.engine.forget_cached()
         if deleted_at is None:
             self.result.branches.append(name)
@@ -493,6 +497,9 @@ class _Importer:
         version, branch_id = self.integer(r, "version"), self.branch_id(r.get("branch"))
         if version in self.commits or not 0 < version <= self.clock:
             raise self.fail(f"commit {version} is repeated or outside the file's clock")
+        if version <= self.fork_points[branch_id]:
+            # Reads skip a branch's history at or below its fork point (Engine.row_lineage).
+            raise self.fail(f"commit {version} is not after its branch's fork point")
         merge = r.get("merge_branch")
         merge_version = self.integer(r, "merge_version", optional=True)
         if (merge is None) != (merge_version is None) or (merge_version or 0) > self.clock:

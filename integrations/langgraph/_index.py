@@ -52,7 +52,7 @@ class Index:
         if not puts and not deletes:
             return
         with self.view.transaction(trigger="langgraph.index"):
-            for key, value in puts.items():
-                self.view.kv.put(key, value)
+            if puts:
+                self.view.kv.put_many(puts)
             for key in deletes:
                 self.view.kv.delete(key)

@@ -306,25 +306,28 @@ class RewindSaver(BaseCheckpointSaver[str]):
             )
             view = self.db.at(branch)
             events = view.events.length()
+            puts: dict[str, Any] = {
+                _names.CHECKPOINT_KEY: {
+                    "id": checkpoint_id,
+                    "parent": parent_id,
+                    "ts": checkpoint.get("ts"),
+                    "source": full_metadata.get("source"),
+                    "step": full_metadata.get("step"),
+                    "checkpoint": dump_typed(self.serde, rest),
+                    "metadata": dump_typed(self.serde, full_metadata),
+                }
+            }
+            gone = []
+            for channel, channel_version in new_versions.items():
+                key = _names.channel_key(channel)
+                if channel in values:
+                    puts[key] = self._encoder.channel(values[channel], channel_version)
+                else:
+                    gone.append(key)
             with view.transaction(trigger="langgraph.checkpoint", message=checkpoint_id):
-                version = view.kv.put(
-                    _names.CHECKPOINT_KEY,
-                    {
-                        "id": checkpoint_id,
-                        "parent": parent_id,
-                        "ts": checkpoint.get("ts"),
-                        "source": full_metadata.get("source"),
-                        "step": full_metadata.get("step"),
-                        "checkpoint": dump_typed(self.serde, rest),
-                        "metadata": dump_typed(self.serde, full_metadata),
-                    },
-                )
-                for channel, channel_version in new_versions.items():
-                    key = _names.channel_key(channel)
-                    if channel in values:
-                        view.kv.put(key, self._encoder.channel(values[channel], channel_version))
-                    else:
-                        view.kv.delete(key)
+                version = view.kv.put_many(puts)
+                for key in gone:
+                    view.kv.delete(key)
             entry = {
                 "branch": branch,
                 "read": branch,

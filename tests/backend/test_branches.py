@@ -54,6 +54,36 @@ def test_fork_at_a_past_version_and_fork_of_fork(db: rewinddb.Database) -> None:
     assert (db.kv.get("x"), db.at("past").kv.get("x"), grand.kv.get("x")) == (2, 1, 3)
 
 
+def test_reads_seek_only_the_steps_that_can_hold_a_visible_row(db: rewinddb.Database) -> None:
+    """An ancestor's own rows are all newer than its fork point: a step capped at or below
+    it is skipped, and what every branch reads is unchanged."""
+    db.kv.put("x", "root")  # version 1 on default
+    db.branches.fork("default", "empty", at=0)
+    db.branches.fork("default", "late")  # at 1
+    db.at("late").kv.put("y", "late")  # version 2
+    db.branches.fork("late", "early", at=1)  # below late's own rows
+    db.branches.fork("late", "deep")  # at 2
+    engine = db._engine
+
+    def steps(name: str) -> list[str]:
+        record = engine.branch(name)
+        return [engine.branch_by_id(i).name for i, _ in engine.row_lineage(record, db.version)]
+
+    assert steps("default") == ["default"]
+    assert steps("empty") == ["empty"]
+    assert steps("late") == ["late", "default"]
+    assert steps("early") == ["early", "default"]
+    assert steps("deep") == ["late", "default"]  # nothing of its own yet
+    assert db.at("empty").kv.items() == {}
+    assert db.at("early").kv.items() == {"x": "root"}
+    assert db.at("deep").kv.items() == {"x": "root", "y": "late"}
+    db.at("deep").kv.put("z", "deep")
+    assert steps("deep") == ["deep", "late", "default"]
+    assert db.at("deep").kv.items() == {"x": "root", "y": "late", "z": "deep"}
+    db.at("empty").events.append("first")
+    assert db.at("empty").events.length() == 1 and db.events.length() == 0
+
+
 def test_versions_are_one_clock_across_branches(db: rewinddb.Database) -> None:
     db.branches.fork("default", "a")
     db.branches.fork("default", "b")

@@ -318,3 +318,52 @@ def test_events_after_a_sequence_on_a_fork_and_in_the_past(db: rewinddb.Database
     assert seqs(after=3, event_type="step") == [4, 5, 7]
     assert seqs(after=3, as_of=middle) == [4, 5]
     assert [i.event.payload["n"] for i in run.events.list(after=4)] == [5, 6, 7]
+
+
+def test_kv_put_many_is_one_version(db: rewinddb.Database) -> None:
+    db.kv.put("old", "x")
+    long_list = [{"turn": i, "text": "lorem ipsum " * 8} for i in range(40)]  # shared array
+    version = db.kv.put_many(
+        {"b": {"n": 1}, "a": b"\x00raw", "list": long_list, "old": None}, trigger="batch"
+    )
+    assert version == db.version == 2
+    assert db.kv.items() == {"a": b"\x00raw", "b": {"n": 1}, "list": long_list, "old": None}
+    assert db.kv.get("old", as_of=1) == "x"
+    assert {h.trigger for key in ("a", "b", "list", "old") for h in db.kv.history(key)[-1:]} == {
+        "batch"
+    }
+    grown = db.kv.put_many({"list": [*long_list, {"turn": 40}]})
+    assert db.kv.get("list") == [*long_list, {"turn": 40}]
+    assert db.kv.get("list", as_of=version) == long_list
+    assert grown == 3
+
+
+def test_kv_put_many_inside_a_transaction_rewrites_keys_it_wrote(db: rewinddb.Database) -> None:
+    with db.transaction(message="one step"):
+        db.kv.put("a", 1)
+        db.kv.put_many({"a": 2, "b": 3})
+        db.kv.put_many({"b": 4, "c": 5})
+    assert db.version == 1 and db.commits()[0].message == "one step"
+    assert db.kv.items() == {"a": 2, "b": 4, "c": 5}
+    assert [h.value for h in db.kv.history("b")] == [4]
+
+
+def test_kv_put_many_bad_input(db: rewinddb.Database, refused) -> None:  # type: ignore[no-untyped-def]
+    db.kv.put("k", 1)
+    with refused(db, rewinddb.InvalidValueError, "invalid.value"):
+        db.kv.put_many({"ok": 1, "bad": {1, 2}})
+    with refused(db, rewinddb.InvalidInputError, "invalid.key"):
+        db.kv.put_many({"": 1})
+    with refused(db, rewinddb.InvalidInputError, "invalid.kv"):
+        db.kv.put_many([("a", 1)])  # type: ignore[arg-type]
+    with refused(db, rewinddb.InvalidInputError, "invalid.kv"):
+        db.kv.put_many({})
+    with refused(db, rewinddb.InvalidInputError, "invalid.trigger"):
+        db.kv.put_many({"a": 1}, trigger=7)  # type: ignore[arg-type]
+    with refused(db, rewinddb.BranchNotFound, "not_found.engine.branch"):
+        db.at("nowhere").kv.put_many({"a": 1})
+    with db.transaction():  # a refused put_many inside a transaction leaves the rest
+        db.kv.put("kept", 1)
+        with pytest.raises(rewinddb.InvalidValueError):
+            db.kv.put_many({"lost": 1, "bad": float("nan")})
+    assert db.kv.items() == {"k": 1, "kept": 1}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -146,6 +147,18 @@ def test_import_refuses_an_existing_branch(tmp_path: Path, exported: list[bytes]
         "conflict.branch_exists",
         "'existing' already exists",
     )
+
+
+def test_import_refuses_a_commit_at_or_below_its_branch_fork_point(
+    tmp_path: Path, exported: list[bytes]
+) -> None:
+    """Reads skip a branch's history at or below its fork point, so such a row would be
+    invisible: the file is refused instead."""
+    records = [json.loads(line) for line in exported]
+    run = next(r for r in records if r["type"] == "branch" and r["name"] == "run")
+    run["forked_at"] = min(r["version"] for r in records if r.get("branch") == run["id"])
+    data = b"".join(json.dumps(r).encode() + b"\n" for r in records)
+    _bad(tmp_path, data, rewinddb.ImportFormatError, "invalid.import", "fork point")
 
 
 @pytest.mark.parametrize(
