@@ -95,6 +95,15 @@ def check_count(value: Any, what: str) -> int:
     return value
 
 
+def check_flag(value: Any, what: str) -> bool:
+    """An on/off option: True or False, nothing that merely looks like one."""
+    if not isinstance(value, bool):
+        raise InvalidInputError(
+            f"{what} must be True or False, not {value!r}", code=f"invalid.{what}"
+        )
+    return value
+
+
 def check_text(value: Any, what: str) -> str | None:
     """Optional metadata (trigger, message): None or a string."""
     if value is None:

@@ -156,20 +156,22 @@ class PostgresConnection(Connection):
             if params:
                 return raw.execute(self._translate(sql), params)
             return raw.execute(sql)
-        except (pg_errors.LockNotAvailable, psycopg.OperationalError) as error:
-            raise self._failed(error) from error
-        except psycopg.Error as error:  # never a raw driver error to the caller
-            raise RewindError(
-                f"PostgreSQL refused a statement: {str(error).strip()}", code="storage"
-            ) from error
+        except psycopg.Error as error:
+            raise self._refused(error) from error
 
     def _run_many(self, sql: str, rows: Sequence[Params]) -> None:
         raw = self._usable()
         try:
             with raw.cursor() as cursor:
                 cursor.executemany(self._translate(sql), rows)
-        except (pg_errors.LockNotAvailable, psycopg.OperationalError) as error:
-            raise self._failed(error) from error
+        except psycopg.Error as error:
+            raise self._refused(error) from error
+
+    def _refused(self, error: psycopg.Error) -> RewindError:
+        """A statement's error as a RewindError: never a raw driver error to the caller."""
+        if isinstance(error, (pg_errors.LockNotAvailable, psycopg.OperationalError)):
+            return self._failed(error)
+        return RewindError(f"PostgreSQL refused a statement: {str(error).strip()}", code="storage")
 
     # -- transactions ----------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from ._values import jsonable
 from .database import open as open_database
 from .errors import RewindError
 from .progress import Progress
+from .readable import readable
 from .transfer import TransferCounts
 
 
@@ -53,6 +54,8 @@ def _dump(data: Any) -> None:
 
 
 def _text(value: Any) -> str:
+    """A value for people: serde encodings decoded (``rewinddb.readable``)."""
+    value = readable(value)
     if isinstance(value, bytes):
         return f"<{len(value)} bytes>"
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
@@ -107,7 +110,10 @@ def cmd_show(args: argparse.Namespace) -> None:
 
 def cmd_diff(args: argparse.Namespace) -> None:
     with open_database(args.path, readonly=True) as db:
-        diff = db.diff(args.a, args.b, as_of_a=args.as_of_a, as_of_b=args.as_of_b)
+        # Text is for people (serde encodings decoded); JSON keeps the stored values.
+        diff = db.diff(
+            args.a, args.b, as_of_a=args.as_of_a, as_of_b=args.as_of_b, readable=not args.json
+        )
         if args.json:
             _dump(diff.to_dict())
         else:

@@ -20,7 +20,7 @@ from ._connection import (
     is_busy,
     storage_error,
 )
-from ._engine import DEFAULT_BRANCH, AsOf, Engine, check_count
+from ._engine import DEFAULT_BRANCH, AsOf, Engine, check_count, check_flag
 from .blame import LastWrite, last_writes
 from .branches import Branches
 from .diff import Diff, KeyVersion, diff_points, key_versions
@@ -80,15 +80,19 @@ class _Primitives:
             record = engine.branch(self.branch)
             return last_writes(engine, record, engine.resolve_as_of(record, as_of))
 
-    def key_history(self, space: str, key: str, *, as_of: AsOf = None) -> list[KeyVersion]:
+    def key_history(
+        self, space: str, key: str, *, as_of: AsOf = None, readable: bool = False
+    ) -> list[KeyVersion]:
         """Every version of one key (``space``: ``kv``, ``json`` or ``state``) this branch
-        sees, oldest first, each with the diff from the version before it."""
+        sees, oldest first, each with the diff from the version before it (``readable``:
+        of the values decoded as ``rewinddb.readable`` shows them)."""
+        check_flag(readable, "readable")
         spaces = {"kv": self.kv, "json": self.json, "state": self.state}
         if space not in spaces:
             raise InvalidInputError(
                 f"space must be one of kv, json, state, not {space!r}", code="invalid.space"
             )
-        return key_versions(space, spaces[space]._history(key, as_of))
+        return key_versions(space, spaces[space]._history(key, as_of), readable=readable)
 
     def restore(
         self,
@@ -116,9 +120,15 @@ class BranchView(_Primitives):
     """A branch of a database. It holds no state of its own: it is the database seen
     from one branch, and every read and write goes to that branch."""
 
-    def diff(self, from_version: AsOf, to_version: AsOf = None) -> Diff:
+    def diff(self, from_version: AsOf, to_version: AsOf = None, *, readable: bool = False) -> Diff:
         """What changed on this branch between two versions (default: up to now)."""
-        return self._db.diff(self.branch, self.branch, as_of_a=from_version, as_of_b=to_version)
+        return self._db.diff(
+            self.branch,
+            self.branch,
+            as_of_a=from_version,
+            as_of_b=to_version,
+            readable=readable,
+        )
 
     def __repr__(self) -> str:
         return f"<BranchView {self.branch!r} of {self._db.path}>"
@@ -210,14 +220,25 @@ class Database(_Primitives):
         self._engine.branch(branch)
         return BranchView(self, branch)
 
-    def diff(self, a: str, b: str, *, as_of_a: AsOf = None, as_of_b: AsOf = None) -> Diff:
-        """The structured diff from branch ``a`` (at ``as_of_a``) to ``b`` (at ``as_of_b``)."""
+    def diff(
+        self,
+        a: str,
+        b: str,
+        *,
+        as_of_a: AsOf = None,
+        as_of_b: AsOf = None,
+        readable: bool = False,
+    ) -> Diff:
+        """The structured diff from branch ``a`` (at ``as_of_a``) to ``b`` (at ``as_of_b``).
+        With ``readable``, values LangGraph's serde encoded are compared decoded
+        (``rewinddb.readable``), so paths and values name what a person reads."""
+        check_flag(readable, "readable")
         engine = self._engine
         with engine.conn.lock:
             record_a, record_b = engine.branch(a), engine.branch(b)
             version_a = engine.resolve_as_of(record_a, as_of_a)
             version_b = engine.resolve_as_of(record_b, as_of_b)
-            return diff_points(engine, record_a, version_a, record_b, version_b)
+            return diff_points(engine, record_a, version_a, record_b, version_b, readable=readable)
 
     def export_jsonl(
         self,

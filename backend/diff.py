@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import jsonpath
+from . import readable as display
 from ._engine import MISSING, BranchRecord, Engine
 from ._values import jsonable, same, short_text
 from .events import events_between
@@ -131,12 +132,15 @@ class KeyVersion:
         return {**self.entry.to_dict(), "changes": [c.to_dict() for c in self.changes]}
 
 
-def key_versions(primitive: str, entries: list[HistoryEntry]) -> list[KeyVersion]:
-    """Each entry of one key's history with the structural diff from the previous one."""
+def key_versions(
+    primitive: str, entries: list[HistoryEntry], *, readable: bool = False
+) -> list[KeyVersion]:
+    """Each entry of one key's history with the structural diff from the previous one
+    (of the values as ``rewinddb.readable`` shows them, with ``readable``)."""
     versions = []
     previous: Any = MISSING
     for entry in entries:
-        current = MISSING if entry.deleted else entry.value
+        current = MISSING if entry.deleted else _shown(entry.value, readable)
         versions.append(KeyVersion(entry, diff_values(primitive, entry.key, previous, current)))
         previous = current
     return versions
@@ -178,23 +182,35 @@ def diff_values(
     return [Change(primitive, key, path, "changed", old, new)]
 
 
+def _shown(value: Any, readable: bool) -> Any:
+    """``value``, decoded for people (``rewinddb.readable``) when ``readable``."""
+    return display.readable(value) if readable else value
+
+
 def diff_points(
-    engine: Engine, a: BranchRecord, version_a: int, b: BranchRecord, version_b: int
+    engine: Engine,
+    a: BranchRecord,
+    version_a: int,
+    b: BranchRecord,
+    version_b: int,
+    *,
+    readable: bool = False,
 ) -> Diff:
-    """The structured diff from (a, version_a) to (b, version_b); versions are resolved."""
+    """The structured diff from (a, version_a) to (b, version_b); versions are resolved.
+    With ``readable``, values are compared as ``rewinddb.readable`` shows them."""
     ranges_a = engine.ranges(a, version_a)
     ranges_b = engine.ranges(b, version_b)
     changes: list[Change] = []
     for space, key in sorted(engine.changed_keys(ranges_a, ranges_b)):
-        old = engine.read_value(a, version_a, space, key)
-        new = engine.read_value(b, version_b, space, key)
+        old = _shown(engine.read_value(a, version_a, space, key), readable)
+        new = _shown(engine.read_value(b, version_b, space, key), readable)
         changes += diff_values(space, key, old, new)
-    changes += _event_changes(engine, ranges_a, ranges_b)
+    changes += _event_changes(engine, ranges_a, ranges_b, readable)
     return Diff(Point(a.name, version_a), Point(b.name, version_b), changes)
 
 
 def _event_changes(
-    engine: Engine, ranges_a: dict[int, int], ranges_b: dict[int, int]
+    engine: Engine, ranges_a: dict[int, int], ranges_b: dict[int, int], readable: bool
 ) -> list[Change]:
     """Events only one point's log holds: ``removed`` from a's, ``added`` in b's."""
     changes: list[Change] = []
@@ -206,7 +222,7 @@ def _event_changes(
         for event in events_between(engine, branch_id, min(high_a, high_b), max(high_a, high_b)):
             body = {
                 "event_type": event.event_type,
-                "payload": event.payload,
+                "payload": _shown(event.payload, readable),
                 "version": event.version,
             }
             changes.append(

@@ -11,6 +11,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from ._values import dumps
+from .readable import readable
 
 if TYPE_CHECKING:
     from .database import BranchView, Database
@@ -30,7 +31,9 @@ _CELL = "padding:2px 8px;border-bottom:1px solid #eee;text-align:left;vertical-a
 
 
 def value_text(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
-    """Escaped JSON text of ``value``; shortened past ``limit`` characters."""
+    """Escaped JSON text of ``value`` (serde encodings decoded: ``readable``); shortened
+    past ``limit`` characters."""
+    value = readable(value)
     if isinstance(value, (bytes, bytearray)):
         return escape(f"<{len(value)} bytes>")
     text = dumps(value).decode()
@@ -42,6 +45,7 @@ def value_text(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
 def value_tree(value: Any, label: str = "", *, open_levels: int = 1) -> str:
     """A collapsible tree (``<details>``) for objects and arrays; text for the rest."""
     name = f"<b>{escape(label)}</b>: " if label else ""
+    value = readable(value)
     if isinstance(value, dict) and value:
         children = "".join(
             value_tree(v, str(k), open_levels=open_levels - 1) for k, v in value.items()

@@ -180,7 +180,11 @@ class Explorer(widgets.VBox):
         try:
             snapshot = db.at(point.branch).snapshot(as_of=point.version)
             diff = db.diff(
-                previous.branch, point.branch, as_of_a=previous.version, as_of_b=point.version
+                previous.branch,
+                point.branch,
+                as_of_a=previous.version,
+                as_of_b=point.version,
+                readable=True,
             )
         except rewinddb.RewindError as error:
             self.state_panel.value = _message(str(error), error=True)
@@ -220,7 +224,7 @@ class Explorer(widgets.VBox):
             db = self._db()
             state_a = db.at(a.branch).snapshot(as_of=a.version)
             state_b = db.at(b.branch).snapshot(as_of=b.version)
-            diff = db.diff(a.branch, b.branch, as_of_a=a.version, as_of_b=b.version)
+            diff = db.diff(a.branch, b.branch, as_of_a=a.version, as_of_b=b.version, readable=True)
         except rewinddb.RewindError as error:
             self.compare_panel.value = _message(str(error), error=True)
             return
@@ -326,7 +330,7 @@ def show_diff(
 ) -> widgets.HTML:
     """One diff, inline: ``show_diff(db, "run-1", "run-2")``."""
     try:
-        diff = db.diff(a, b, as_of_a=as_of_a, as_of_b=as_of_b)
+        diff = db.diff(a, b, as_of_a=as_of_a, as_of_b=as_of_b, readable=True)
     except rewinddb.RewindError as error:
         return widgets.HTML(_message(str(error), error=True))
     return widgets.HTML(rendering.diff_html(diff))

@@ -121,7 +121,8 @@ def event_page(request: Request, branch: str, sequence: str) -> Response:
     name = tilde_decode(branch)
     token, as_json = split_json(sequence)
     db = db_of(request)
-    detail = queries.event_detail(db, name, parse_sequence(token))
+    # The JSON keeps values exactly as stored; pages show serde encodings decoded.
+    detail = queries.event_detail(db, name, parse_sequence(token), readable=not as_json)
     if as_json:
         return json_response(detail)
     if is_fragment(request):
@@ -134,7 +135,9 @@ def event_page(request: Request, branch: str, sequence: str) -> Response:
 def key_page(request: Request, branch: str, key: str, space: str = "kv") -> Response:
     name = tilde_decode(branch)
     token, as_json = split_json(key)
-    data = queries.key_history(db_of(request), name, space, tilde_decode(token))
+    data = queries.key_history(
+        db_of(request), name, space, tilde_decode(token), readable=not as_json
+    )
     if as_json:
         return json_response(data)
     return render(request, "key.html", data)
@@ -204,7 +207,7 @@ def _compare(request: Request, a: str | None, b: str | None, *, as_json: bool) -
             "compare.html",
             {"data": None, "branches": branches, "a": a or "", "b": b or ""},
         )
-    data: dict[str, Any] = queries.compare(db, a, b)
+    data: dict[str, Any] = queries.compare(db, a, b, readable=not as_json)
     if as_json:
         return json_response(data)
     data["json_url"] = compare_url(a, b, ".json")

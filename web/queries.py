@@ -104,9 +104,12 @@ def branch_page(
         }
 
 
-def event_detail(db: rewinddb.Database, branch: str, sequence: int) -> dict[str, Any]:
+def event_detail(
+    db: rewinddb.Database, branch: str, sequence: int, *, readable: bool = False
+) -> dict[str, Any]:
     """The state as of event ``sequence`` on ``branch``, who last changed each key, and
-    the diff from the previous event (from the fork point, for the branch's first).
+    the diff from the previous event (from the fork point, for the branch's first;
+    ``readable``: of values decoded as pages show them, ``rewinddb.readable``).
 
     A branch has no history of its own before its fork point, so an inherited event is
     read on the branch it happened on. If that ancestor was deleted, its reads are gone:
@@ -139,7 +142,11 @@ def event_detail(db: rewinddb.Database, branch: str, sequence: int) -> dict[str,
             }
             if previous is not None:
                 diff = db.diff(
-                    previous["branch"], point[0], as_of_a=previous["version"], as_of_b=point[1]
+                    previous["branch"],
+                    point[0],
+                    as_of_a=previous["version"],
+                    as_of_b=point[1],
+                    readable=readable,
                 ).to_dict()
         return {
             "branch": branch,
@@ -189,10 +196,13 @@ def _previous_point(
     return {"branch": owner, "version": info.forked_at, "label": "the fork point"}
 
 
-def key_history(db: rewinddb.Database, branch: str, space: str, key: str) -> dict[str, Any]:
-    """Every version of one key with the diff from the version before."""
+def key_history(
+    db: rewinddb.Database, branch: str, space: str, key: str, *, readable: bool = False
+) -> dict[str, Any]:
+    """Every version of one key with the diff from the version before (``readable``: as
+    ``event_detail``)."""
     with db.read():
-        versions = db.at(branch).key_history(space, key)
+        versions = db.at(branch).key_history(space, key, readable=readable)
         if not versions:
             raise PageNotFound(f"{space} key {key!r} was never written on {branch!r}")
         return {
@@ -216,12 +226,13 @@ def parse_point(db: rewinddb.Database, text: str) -> tuple[str, int | None]:
     return text, None
 
 
-def compare(db: rewinddb.Database, a: str, b: str) -> dict[str, Any]:
+def compare(db: rewinddb.Database, a: str, b: str, *, readable: bool = False) -> dict[str, Any]:
     """Two points side by side: their logs from the common fork point, the first
-    divergent event, and the state diff from ``a`` to ``b``."""
+    divergent event, and the state diff from ``a`` to ``b`` (``readable``: as
+    ``event_detail``)."""
     (branch_a, as_of_a), (branch_b, as_of_b) = parse_point(db, a), parse_point(db, b)
     with db.read():
-        diff = db.diff(branch_a, branch_b, as_of_a=as_of_a, as_of_b=as_of_b)
+        diff = db.diff(branch_a, branch_b, as_of_a=as_of_a, as_of_b=as_of_b, readable=readable)
         version_a, version_b = diff.a.version, diff.b.version
         log_a = db.at(branch_a).events.list(as_of=version_a)
         log_b = db.at(branch_b).events.list(as_of=version_b)

@@ -15,6 +15,8 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from rewinddb.readable import readable
+
 from .assets import HTMX_VERSION
 from .urls import branch_url, compare_url, event_url, key_url, tilde_encode
 
@@ -43,18 +45,21 @@ def script_json(data: Any) -> str:
 
 
 def value_text(value: Any, limit: int | None = VALUE_LIMIT) -> tuple[str, int]:
-    """(JSON text shortened to ``limit`` characters, full length)."""
-    text = json_bytes(value).decode()
+    """(JSON text shortened to ``limit`` characters, full length), with serde encodings
+    decoded (:func:`rewinddb.readable.readable`)."""
+    text = json_bytes(readable(value)).decode()
     if limit is not None and len(text) > limit:
         return text[:limit], len(text)
     return text, len(text)
 
 
 def is_container(value: Any) -> bool:
+    value = readable(value)
     return isinstance(value, (dict, list)) and bool(value)
 
 
 def children(value: Any) -> list[tuple[str, Any]]:
+    value = readable(value)
     if isinstance(value, dict):
         return [(str(key), item) for key, item in value.items()]
     return [(f"[{index}]", item) for index, item in enumerate(value)]
@@ -74,6 +79,7 @@ def make_templates(*, allow_writes: bool) -> jinja2.Environment:
         children=children,
         tilde=tilde_encode,
         script_json=script_json,
+        readable=readable,
     )
     env.globals.update(
         branch_url=branch_url,

@@ -221,6 +221,11 @@ def test_more_bad_arguments(db, refused) -> None:  # type: ignore[no-untyped-def
         db.state.set([], 1)  # type: ignore[arg-type]
     with refused(db, rewinddb.RewindError, "invalid.output"):
         db.export_jsonl(object())  # type: ignore[arg-type]
+    for flag in ("yes", 1, None):
+        with refused(db, rewinddb.InvalidInputError, "invalid.readable"):
+            db.diff("default", "run", readable=flag)  # type: ignore[arg-type]
+        with refused(db, rewinddb.InvalidInputError, "invalid.readable"):
+            db.key_history("kv", "k", readable=flag)  # type: ignore[arg-type]
     deep_path = "$" + ".a" * 100
     with refused(db, rewinddb.InvalidValueError, "invalid.value"):
         db.json.set("doc", deep_path, [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]])

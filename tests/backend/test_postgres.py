@@ -218,3 +218,18 @@ def test_writes_inside_a_read_block_are_refused_on_both_backends(db: rewinddb.Da
     assert db.kv.get("a") == 1
     db.kv.put("a", 3)  # and afterwards writes work
     assert db.kv.get("a") == 3
+
+
+def test_a_refused_statement_is_a_storage_error_never_a_driver_error(postgres_url: str) -> None:
+    """Single statements and batches (``executemany``: ``kv.put_many``, ``set_many``)."""
+    with rewinddb.open(postgres_url) as db:
+        conn = db._engine.conn
+        for run in (
+            lambda: conn.execute("INSERT INTO rewind_missing VALUES (?)", (1,)),
+            lambda: conn.executemany("INSERT INTO rewind_missing VALUES (?)", [(1,), (2,)]),
+        ):
+            with pytest.raises(rewinddb.RewindError) as info:
+                run()
+            assert info.value.code == "storage" and "rewind_missing" in info.value.message
+        db.kv.put_many({"a": 1, "b": 2})  # the connection is still usable
+        assert db.kv.items() == {"a": 1, "b": 2}

@@ -1,0 +1,195 @@
+"""What LangGraph's serde encoded reads as JSON in the explorer and the notebook
+(``rewinddb.readable``), constructing nothing; stored values keep their encoding."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import pickle
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import ormsgpack
+import pytest
+from chat_graphs import chat_graph, thread
+from fastapi.testclient import TestClient
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+import rewinddb
+from rewinddb import rendering
+from rewinddb.integrations.langgraph import RewindSaver
+from rewinddb.integrations.langgraph._codec import dump_item, dump_typed
+from rewinddb.readable import MAX_ENCODED_CHARS, readable
+from rewinddb.web import create_app
+from rewinddb.web.urls import event_url, key_url
+
+SERDE = JsonPlusSerializer()
+
+
+@dataclasses.dataclass
+class Step:
+    name: str
+    tries: int
+
+
+def test_values_the_serde_made_read_as_json() -> None:
+    message = AIMessage(content="book a hostel", id="m1")
+    assert readable(dump_item(SERDE, message)) == {
+        "__class__": "langchain_core.messages.ai.AIMessage",
+        **message.model_dump(),
+    }
+    assert readable(dump_typed(SERDE, "plain text")) == "plain text"
+    assert readable(dump_item(SERDE, None)) is None
+    assert readable(dump_typed(SERDE, b"\x00\x01")) == "<2 bytes>"
+    when = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+    assert readable(dump_typed(SERDE, {"when": when, "step": Step("plan", 2), "t": (1, 2)})) == {
+        "when": {"__class__": "datetime.datetime", "value": when.isoformat()},
+        "step": {"__class__": f"{__name__}.Step", "name": "plan", "tries": 2},
+        "t": [1, 2],
+    }
+    stored = {
+        "version": "0001.5",
+        "type": "list",
+        "items": [dump_item(SERDE, HumanMessage(content="hi")), dump_item(SERDE, message)],
+    }
+    shown = readable(stored)
+    assert [item["content"] for item in shown["items"]] == ["hi", "book a hostel"]
+    assert shown["version"] == "0001.5" and stored["items"][0].startswith("msgpack:")
+    assert readable(["json", base64.b64encode(b'{"a": [1]}').decode()]) == {"a": [1]}
+
+
+def _encoded(kind: str, data: bytes) -> str:
+    return f"{kind}:{base64.b64encode(data).decode()}"
+
+
+def test_nothing_is_imported_called_or_unpickled(tmp_path: Path) -> None:
+    target = tmp_path / "touched"
+    # What LangGraph's serde would turn into a call of os.system(...) if it were trusted.
+    call = ormsgpack.packb(ormsgpack.Ext(0, ormsgpack.packb(("os", "system", f"touch {target}"))))
+    assert readable(_encoded("msgpack", call)) == {
+        "__class__": "os.system",
+        "value": f"touch {target}",
+    }
+
+    class Touch:
+        def __reduce__(self) -> tuple[Any, ...]:
+            return (Path.touch, (target,))
+
+    pickled = pickle.dumps(Touch())
+    assert readable(_encoded("pickle", pickled)) == {"__pickle__": f"<{len(pickled)} bytes>"}
+    assert not target.exists()
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        "msgpack",
+        "a note: msgpack:gA==",
+        "msgpack:not base64!",
+        "msgpack:gA",  # bad padding
+        _encoded("msgpack", b"\xc1"),  # never used by msgpack
+        _encoded("msgpack", b"\x92\x01"),  # an array cut short
+        _encoded("json", b"{"),
+        _encoded("json", b'"\\ud800"'),  # a lone surrogate no page can show
+        _encoded("json", b"1" * 30),  # an integer past 64 bits
+        _encoded("null", b"x"),
+        "msgpack:" + "A" * (MAX_ENCODED_CHARS + 4),
+        ["msgpack", 1],
+        ["unknown", "gA=="],
+        [{"a": 1}, "gA=="],
+        {"k": ["x", "y"], "n": [1, 2.5, None, True]},
+    ],
+    ids=[
+        "word",
+        "inside-text",
+        "not-base64",
+        "padding",
+        "bad-msgpack",
+        "short-msgpack",
+        "bad-json",
+        "surrogate",
+        "huge-int",
+        "null-with-data",
+        "too-long",
+        "pair-not-text",
+        "pair-unknown-type",
+        "pair-unhashable",
+        "plain",
+    ],
+)
+def test_what_is_not_an_encoding_is_shown_as_stored(stored: Any) -> None:
+    assert readable(stored) is stored
+
+
+@pytest.fixture
+def langgraph_run(tmp_path: Path) -> Path:
+    path = tmp_path / "agent"
+    with RewindSaver.from_path(path) as saver:
+        graph = chat_graph(saver)
+        graph.invoke({"log": ["<script>alert('x')</script> book a hostel"]}, thread("t"))
+    return path
+
+
+def test_a_langgraph_run_reads_as_text_in_the_explorer(langgraph_run: Path) -> None:
+    with rewinddb.open(langgraph_run, readonly=True) as db:
+        branch = db.at("lg/t")
+        last = branch.events.list()[-1].event
+        assert last.payload["value"][0] == "msgpack"  # stored as the serde made it
+    with TestClient(create_app(langgraph_run)) as client:
+        page = client.get(event_url("lg/t", last.sequence)).text
+        assert "reply 1" in page and "msgpack:" not in page
+        assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; book a hostel" in page
+        assert "<script>alert" not in page
+        key_page = client.get(key_url("lg/t", "kv", "channel/log")).text
+        assert "reply 1" in key_page and "msgpack:" not in key_page
+        raw = client.get(event_url("lg/t", last.sequence, ".json")).json()
+        assert raw["event"]["payload"]["value"][0] == "msgpack"
+
+
+def test_a_langgraph_run_reads_as_text_in_the_notebook(langgraph_run: Path) -> None:
+    with rewinddb.open(langgraph_run, readonly=True) as db:
+        branch = db.at("lg/t")
+        html = rendering.event_html(branch.events.list()[-1].event)
+        assert "reply 1" in html and "msgpack" not in html
+        state = rendering.state_html(branch.snapshot())
+        assert "&lt;script&gt;" in state and "<script>" not in state
+        assert "msgpack:" not in state
+
+
+def test_readable_diffs_compare_what_people_read(langgraph_run: Path) -> None:
+    with rewinddb.open(langgraph_run, readonly=True) as db:
+        writes = db.at("lg/t").kv.history("channel/log")
+        first, last = writes[0].version, writes[-1].version  # the input; the reply too
+        raw = db.diff("lg/t", "lg/t", as_of_a=first, as_of_b=last)
+        shown = db.diff("lg/t", "lg/t", as_of_a=first, as_of_b=last, readable=True)
+        assert "msgpack" in str(raw.to_dict()) and "msgpack" not in str(shown.to_dict())
+        grown = [c for c in shown if c.key == "channel/log" and c.kind == "added"]
+        assert [(c.path, c.new) for c in grown] == [("$.items[1]", "reply 1")]
+        # The checkpoint record's serialized fields compare field by field, not as base64.
+        checkpoint_paths = {c.path for c in shown if c.key == "checkpoint"}
+        assert "$.checkpoint[1]" in {c.path for c in raw if c.key == "checkpoint"}
+        assert any(p.startswith("$.checkpoint.channel_versions.") for p in checkpoint_paths)
+        view = db.at("lg/t")
+        readable_changes = view.key_history("kv", "channel/log", readable=True)[-1].changes
+        raw_changes = view.key_history("kv", "channel/log")[-1].changes
+        assert {(c.path, c.new) for c in readable_changes if c.kind == "added"} == {
+            ("$.items[1]", "reply 1")
+        }
+        assert [c.new[:8] for c in raw_changes if c.kind == "added"] == ["msgpack:"]
+
+
+def test_the_command_line_reads_as_text_and_its_json_stays_exact(
+    langgraph_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rewinddb.cli import main
+
+    assert main(["show", str(langgraph_run), "--branch", "lg/t"]) == 0
+    shown = capsys.readouterr().out
+    assert "reply 1" in shown and "msgpack" not in shown
+    assert main(["diff", str(langgraph_run), "default", "lg/t"]) == 0
+    text = capsys.readouterr().out
+    assert "reply 1" in text and "msgpack" not in text
+    assert main(["diff", str(langgraph_run), "default", "lg/t", "--json"]) == 0
+    assert "msgpack:" in capsys.readouterr().out
