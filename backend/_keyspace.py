@@ -69,6 +69,17 @@ class KeySpace:
             validate(value, allow_bytes=self.allows_bytes)
         return dict(values)
 
+    def _write_many(
+        self, method: str, values: Any, what: str, trigger: str | None, message: str | None
+    ) -> int:
+        """Several keys as one version (``kv.put_many``, ``state.set_many``); an argument
+        that is not a dict, or an empty one, is ``invalid.<what>``."""
+        values = self._checked(values, what)
+        if not values:
+            raise InvalidInputError(f"{method} needs at least one key", code=f"invalid.{what}")
+        with self._engine.writing(self._branch, trigger, message) as write:
+            return self._engine.write_values(write, self.space, values, validated=True)
+
     def _replace_all(self, write: WriteContext, values: dict[str, Any]) -> bool:
         """Within ``write``, make this space hold exactly ``values`` (validated already):
         delete the other keys, skip keys that already hold their value. True if anything

@@ -13,7 +13,6 @@ from typing import Any, Literal
 
 from ._engine import Engine
 from ._values import loads, short_text
-from .readable import readable
 
 PointKind = Literal["event", "commit", "merge"]
 #: Characters of an event's payload shown in a dot's hover label.
@@ -170,7 +169,7 @@ def _event_points(
 
 
 def _summary(payload: bytes) -> str:
-    return short_text(readable(loads(bytes(payload))), SUMMARY_CHARS)
+    return short_text(loads(bytes(payload)), SUMMARY_CHARS)
 
 
 def _from_last_point(

@@ -7,7 +7,6 @@ from typing import Any
 
 from ._engine import MISSING, AsOf, check_name
 from ._keyspace import KeySpace
-from .errors import InvalidInputError
 from .models import HistoryEntry
 
 
@@ -31,11 +30,7 @@ class KV(KeySpace):
         message: str | None = None,
     ) -> int:
         """Store several keys as one version; returns it."""
-        values = self._checked(values, "kv")
-        if not values:
-            raise InvalidInputError("put_many needs at least one key", code="invalid.kv")
-        with self._engine.writing(self._branch, trigger, message) as write:
-            return self._engine.write_values(write, self.space, values, validated=True)
+        return self._write_many("put_many", values, "kv", trigger, message)
 
     def get(self, key: str, default: Any = None, *, as_of: AsOf = None) -> Any:
         """The value of ``key`` at ``as_of`` (default: now), or ``default``."""

@@ -65,11 +65,7 @@ class State(KeySpace):
         self, values: Mapping[str, Any], trigger: str | None = None, *, message: str | None = None
     ) -> int:
         """Set several keys atomically, as one version."""
-        values = self._checked(values, "state")
-        if not values:
-            raise InvalidInputError("set_many needs at least one key", code="invalid.state")
-        with self._engine.writing(self._branch, trigger, message) as write:
-            return self._engine.write_values(write, self.space, values, validated=True)
+        return self._write_many("set_many", values, "state", trigger, message)
 
     def get_all(self, *, as_of: AsOf = None) -> dict[str, Any]:
         """All state as a dict (at ``as_of``)."""
