@@ -165,3 +165,22 @@ def test_a_branch_with_few_events(db_path: Path, events: int) -> None:
         explorer = explore(db)
         assert explorer.slider.max == 0
         assert explorer.state_panel.value
+
+
+def test_a_langgraph_thread_reads_as_text(tmp_path: Path) -> None:
+    """The saver stores values as its serde encodes them; the widget shows them decoded."""
+    from chat_graphs import chat_graph, thread
+
+    from rewinddb.integrations.langgraph import RewindSaver
+
+    path = tmp_path / "agent"
+    with RewindSaver.from_path(path) as saver:
+        chat_graph(saver).invoke({"log": [HOSTILE]}, thread("t"))
+    explorer = explore(path, branch="lg/t")
+    explorer.slider.value = explorer.slider.max
+    panels = explorer.event_panel.value + explorer.diff_panel.value + explorer.state_panel.value
+    assert "reply 1" in explorer.event_panel.value and "reply 1" in explorer.diff_panel.value
+    assert "msgpack" not in panels
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in explorer.state_panel.value
+    assert "<script>" not in panels
+    explorer.close()
