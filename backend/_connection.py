@@ -81,6 +81,9 @@ class Connection:
         self.busy_timeout = busy_timeout
         self.lock = threading.RLock()
         self._depth = 0
+        #: The newest savepoint, while no statement has run since it was set: a level
+        #: that starts then rolls back to it too instead of setting its own.
+        self._fresh_savepoint: str | None = None
         self._reading = False  # the open transaction is a snapshot (read-only)
         self._closed = False
         #: Called after a transaction rolls back (caches of rows it wrote are stale).
@@ -212,10 +215,12 @@ class Connection:
     def execute(self, sql: str, params: Params = ()) -> Any:
         if self._closed:
             self.check_open()
+        self._fresh_savepoint = None
         return self._run(sql, params)
 
     def executemany(self, sql: str, rows: Sequence[Params]) -> None:
         self.check_open()
+        self._fresh_savepoint = None
         self._run_many(sql, rows)
 
     def fetchone(self, sql: str, params: Params = ()) -> Any:
@@ -255,7 +260,10 @@ class Connection:
         """An atomic write: the outermost level is a transaction, inner ones savepoints.
 
         Any exception rolls back this level completely, so a refused write inside a
-        larger transaction leaves nothing behind either.
+        larger transaction leaves nothing behind either. A level that starts before any
+        statement has run since the newest savepoint shares it (rolling back to it undoes
+        this level's statements and nothing else): a write inside a ``transaction()``
+        inside ``db.atomic()`` costs one savepoint, not two.
         """
         with self.lock:
             self.check_open()
@@ -268,24 +276,34 @@ class Connection:
                     code="invalid.transaction",
                 )
             depth = self._depth
+            savepoint, own = self._fresh_savepoint, False
             if depth == 0:
                 self._begin(write=True)
-            else:
-                self._run(f"SAVEPOINT rw{depth}", ())
+                savepoint = self._fresh_savepoint = None
+            elif savepoint is None:
+                savepoint, own = f"rw{depth}", True
+                self._run(f"SAVEPOINT {savepoint}", ())
+                self._fresh_savepoint = savepoint
             self._depth += 1
             try:
                 yield
             except BaseException:
                 self._depth -= 1
                 if depth == 0:
+                    self._fresh_savepoint = None
                     self._end(commit=False)
                 else:
-                    self._run(f"ROLLBACK TO SAVEPOINT rw{depth}", ())
-                    self._run(f"RELEASE SAVEPOINT rw{depth}", ())
+                    self._run(f"ROLLBACK TO SAVEPOINT {savepoint}", ())
+                    if own:
+                        self._run(f"RELEASE SAVEPOINT {savepoint}", ())
+                    # A shared savepoint is as fresh as when this level began; an own one
+                    # is gone, and the enclosing one was not fresh (else it was shared).
+                    self._fresh_savepoint = None if own else savepoint
                 for callback in self.rolled_back:
                     callback()
                 raise
             self._depth -= 1
+            self._fresh_savepoint = None
             if depth == 0:
                 try:
                     self._end(commit=True)
@@ -293,8 +311,8 @@ class Connection:
                     for callback in self.rolled_back:
                         callback()
                     raise
-            else:
-                self._run(f"RELEASE SAVEPOINT rw{depth}", ())
+            elif own:
+                self._run(f"RELEASE SAVEPOINT {savepoint}", ())
 
 
 class SQLiteConnection(Connection):

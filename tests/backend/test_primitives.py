@@ -246,6 +246,51 @@ def test_atomic_rolled_back_inside_a_transaction_undoes_only_itself(
     assert db.kv.put("e", 4) == 2 and db.kv.items() == {"b": 1, "d": 3, "e": 4}
 
 
+def test_nested_levels_share_a_savepoint_and_still_undo_only_themselves(
+    db: rewinddb.Database,
+) -> None:
+    """A level that starts before any statement ran since the newest savepoint rolls
+    back to that one; what each level undoes stays exactly its own."""
+    with db.atomic():
+        db.kv.put("kept", 1)
+        with pytest.raises(KeyError), db.atomic(), db.atomic():  # both share one savepoint
+            db.kv.put("lost", 1)
+            raise KeyError("undo both blocks")
+        with db.atomic():  # shares the savepoint the rollback left fresh
+            db.kv.put("second", 2)
+            with pytest.raises(KeyError), db.atomic():  # statements ran: a savepoint of its own
+                db.kv.put("lost", 2)
+                raise KeyError("undo the inner block only")
+        with pytest.raises(KeyError), db.atomic():
+            with db.atomic():
+                db.kv.put("lost", 3)  # the inner block commits into the outer one ...
+            raise KeyError("... which then rolls back")
+    assert db.kv.items() == {"kept": 1, "second": 2}
+    # A transaction that rolled back with a shared savepoint left nothing stale behind.
+    with pytest.raises(KeyError), db.atomic():
+        with pytest.raises(KeyError), db.atomic():
+            db.kv.put("lost", 4)
+            raise KeyError("inner")
+        raise KeyError("outer")
+    with db.atomic(), db.transaction():
+        db.kv.put("after", 5)
+        with pytest.raises(rewinddb.InvalidValueError):
+            db.kv.put("bad", float("nan"))
+    assert db.kv.items() == {"kept": 1, "second": 2, "after": 5}
+
+
+def test_a_write_in_a_transaction_in_atomic_costs_one_savepoint(db_path: Path) -> None:
+    with rewinddb.open(db_path) as db:
+        db.kv.put("warm", 0)  # the branch is known: its lookup runs no statement
+        statements: list[str] = []
+        db._engine.conn._raw.set_trace_callback(statements.append)
+        with db.atomic(), db.transaction():
+            db.kv.put_many({"a": 1, "b": 2})
+        db._engine.conn._raw.set_trace_callback(None)
+        assert sum(s.startswith("SAVEPOINT") for s in statements) == 1, statements
+        assert db.kv.items() == {"a": 1, "b": 2, "warm": 0}
+
+
 def test_atomic_is_refused_where_writes_are(db: rewinddb.Database, db_target: str | Path) -> None:
     with pytest.raises(rewinddb.RewindError) as info, db.read(), db.atomic():
         pass
