@@ -55,7 +55,8 @@ def main(directory: Path) -> None:
         for branch in db.branches.list():
             if branch.name.startswith("lg/demo~"):
                 print(f"\nstate diff of {branch.name} from its parent:")
-                print(db.diff(branch.parent, branch.name).__str__())
+                # readable=True: values as people read them, not as the serde encoded them
+                print(db.diff(branch.parent, branch.name, readable=True))
         print("\nnewest state:", graph.get_state(thread).values["messages"])
 
 

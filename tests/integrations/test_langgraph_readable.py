@@ -193,3 +193,21 @@ def test_the_command_line_reads_as_text_and_its_json_stays_exact(
     assert "reply 1" in text and "msgpack" not in text
     assert main(["diff", str(langgraph_run), "default", "lg/t", "--json"]) == 0
     assert "msgpack:" in capsys.readouterr().out
+
+
+def test_the_time_travel_example_prints_readable_diffs(tmp_path: Path) -> None:
+    """The issue's example: each fork's diff from its parent names what changed."""
+    import subprocess
+    import sys
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "langgraph_time_travel.py"
+    out = subprocess.run(
+        [sys.executable, str(example), str(tmp_path / "agent")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    assert """~ kv 'channel/messages' $.items[2]: "book a hotel" -> "book a hostel\"""" in out
+    assert """~ kv 'channel/messages' $.items[4]: "pay" -> "user: cancel\"""" in out
+    assert "msgpack" not in out
