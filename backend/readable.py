@@ -2,29 +2,37 @@
 
 The LangGraph saver stores each value as its serde makes it: a list item as one string
 ``"msgpack:<base64>"``, a record field or a pending write as a pair
-``["msgpack", "<base64>"]``. A diff of such values is a diff of base64. The web explorer
-and the notebook widget show them through :func:`readable` instead, which decodes those
-encodings into plain JSON: a model (a LangChain message, a dataclass, ...) becomes its
-class name and its fields, ``{"__class__": "langchain_core.messages.ai.AIMessage",
-"content": ..., ...}``.
+``["msgpack", "<base64>"]``. A diff of such values is a diff of base64. The web explorer,
+the notebook widget and the command line's text show them through :func:`readable`
+instead, which decodes those encodings into plain JSON: a model (a LangChain message, a
+dataclass, ...) becomes its class name and its fields,
+``{"__class__": "langchain_core.messages.ai.AIMessage", "content": ..., ...}``.
 
 Stored state is untrusted, so decoding constructs nothing: no module is imported and no
 class is called (msgpack extensions are read as data), and pickled values are never
-unpickled (shown as ``{"__pickle__": "<N bytes>"}``); bytes are shown as ``"<N bytes>"``.
-Only what decodes completely is replaced; anything else is shown as stored. The stored
-values, and every JSON endpoint, keep the exact encoding.
+unpickled. Bytes show as their length and a short hash (``"<3 bytes, sha256 1f2e...>"``,
+so two different blobs never look alike), NaN and infinities as text. Only what decodes
+completely, and fits within the depth any stored value may have (``MAX_DEPTH`` counting
+where it sits), is replaced; anything else is shown as stored. So a decoded value is as
+safe to render, compare and print as a stored one. Callers decode a value once, at its
+top: decoding decoded data again would decode a string that merely looks encoded. The
+stored values, and every JSON endpoint, keep the exact encoding.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
+import math
 import re
 from typing import Any
 
 import orjson
 import ormsgpack
+
+from ._values import MAX_DEPTH
 
 #: The serde types the saver stores, followed by base64 (possibly empty, for "null").
 _ENCODED = re.compile(r"(msgpack|json|null|bytes|bytearray|pickle):([A-Za-z0-9+/]*={0,2})")
@@ -37,21 +45,23 @@ _DELTA_SNAPSHOT = 7
 
 
 class _Undecodable(Exception):
-    """The text looked like an encoding but is not one."""
+    """The text is not an encoding, or not one that can be shown where it sits."""
 
 
-def readable(value: Any) -> Any:
-    """``value`` with every serde encoding in it decoded for display; the same object
-    when there is none."""
+def readable(value: Any, depth: int = 0) -> Any:
+    """``value`` (found ``depth`` levels deep) with every serde encoding in it decoded
+    for display; the same object when there is none."""
     kind = type(value)
     if kind is str:
         match = _ENCODED.fullmatch(value) if len(value) <= MAX_ENCODED_CHARS else None
         if match is None:
             return value
         try:
-            return _decode(match.group(1), match.group(2))
+            return _decode(match.group(1), match.group(2), depth)
         except _Undecodable:
             return value
+    if depth >= MAX_DEPTH:
+        return value
     if kind is list:
         if (
             len(value) == 2
@@ -61,18 +71,18 @@ def readable(value: Any) -> Any:
             and len(value[1]) <= MAX_ENCODED_CHARS
         ):
             try:
-                return _decode(value[0], value[1])
+                return _decode(value[0], value[1], depth)
             except _Undecodable:
                 pass
-        items = [readable(item) for item in value]
+        items = [readable(item, depth + 1) for item in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if kind is dict:
-        shown = {key: readable(item) for key, item in value.items()}
+        shown = {key: readable(item, depth + 1) for key, item in value.items()}
         return value if all(shown[key] is item for key, item in value.items()) else shown
     return value
 
 
-def _decode(kind: str, text: str) -> Any:
+def _decode(kind: str, text: str, depth: int) -> Any:
     try:
         data = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
@@ -82,16 +92,19 @@ def _decode(kind: str, text: str) -> Any:
             raise _Undecodable
         return None
     if kind in ("bytes", "bytearray"):
-        return _plain(data)
+        return _blob(data)
     if kind == "pickle":
-        return {"__pickle__": f"<{len(data)} bytes>"}  # never unpickled
+        return {"__pickle__": _blob(data)}  # never unpickled
     try:
         if kind == "json":
-            decoded = _plain(json.loads(data))
+            decoded = json.loads(data)
         else:
-            decoded = _plain(
-                ormsgpack.unpackb(data, ext_hook=_extension, option=ormsgpack.OPT_NON_STR_KEYS)
+            decoded = ormsgpack.unpackb(
+                data, ext_hook=_extension, option=ormsgpack.OPT_NON_STR_KEYS
             )
+        if not _fits(decoded, MAX_DEPTH - depth):
+            raise _Undecodable
+        decoded = _plain(decoded)
         orjson.dumps(decoded)  # what a page can show (no lone surrogates, no huge ints)
     except Exception:  # whatever the bytes hold, a page shows the value as stored
         raise _Undecodable from None
@@ -118,12 +131,32 @@ def _extension(code: int, data: bytes) -> Any:
     return {"__extension__": code, "value": inner}
 
 
+def _fits(value: Any, levels: int) -> bool:
+    """Whether ``value`` nests no deeper than ``levels`` (walked without recursion)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list, tuple)):
+            if depth >= levels:
+                return False
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return True
+
+
 def _plain(value: Any) -> Any:
-    """JSON: string keys, lists for tuples, ``"<N bytes>"`` for bytes."""
+    """JSON that shows every difference: string keys, lists for tuples, text for bytes,
+    NaN and infinities (``_fits`` bounded the depth)."""
     if isinstance(value, dict):
         return {str(key): _plain(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(item) for item in value]
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return f"<{len(value)} bytes>"
+        return _blob(bytes(value))
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)  # "nan", "inf", "-inf": orjson would write null
     return value
+
+
+def _blob(data: bytes) -> str:
+    return f"<{len(data)} bytes, sha256 {hashlib.sha256(data).hexdigest()[:12]}>"

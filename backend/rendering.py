@@ -31,9 +31,7 @@ _CELL = "padding:2px 8px;border-bottom:1px solid #eee;text-align:left;vertical-a
 
 
 def value_text(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
-    """Escaped JSON text of ``value`` (serde encodings decoded: ``readable``); shortened
-    past ``limit`` characters."""
-    value = readable(value)
+    """Escaped JSON text of ``value``; shortened past ``limit`` characters."""
     if isinstance(value, (bytes, bytearray)):
         return escape(f"<{len(value)} bytes>")
     text = dumps(value).decode()
@@ -43,18 +41,18 @@ def value_text(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
 
 
 def value_tree(value: Any, label: str = "", *, open_levels: int = 1) -> str:
-    """A collapsible tree (``<details>``) for objects and arrays; text for the rest."""
+    """A collapsible tree (``<details>``) for objects and arrays, text for the rest; serde
+    encodings in a stored value are decoded once, here (``readable``)."""
+    return _tree(readable(value), label, open_levels)
+
+
+def _tree(value: Any, label: str, open_levels: int) -> str:
     name = f"<b>{escape(label)}</b>: " if label else ""
-    value = readable(value)
     if isinstance(value, dict) and value:
-        children = "".join(
-            value_tree(v, str(k), open_levels=open_levels - 1) for k, v in value.items()
-        )
+        children = "".join(_tree(v, str(k), open_levels - 1) for k, v in value.items())
         return _details(f"{name}{{{len(value)} keys}}", children, open_levels > 0)
     if isinstance(value, list) and value:
-        children = "".join(
-            value_tree(v, f"[{i}]", open_levels=open_levels - 1) for i, v in enumerate(value)
-        )
+        children = "".join(_tree(v, f"[{i}]", open_levels - 1) for i, v in enumerate(value))
         return _details(f"{name}[{len(value)} items]", children, open_levels > 0)
     return f'<div style="margin-left:1em">{name}<code>{value_text(value)}</code></div>'
 

@@ -45,21 +45,19 @@ def script_json(data: Any) -> str:
 
 
 def value_text(value: Any, limit: int | None = VALUE_LIMIT) -> tuple[str, int]:
-    """(JSON text shortened to ``limit`` characters, full length), with serde encodings
-    decoded (:func:`rewinddb.readable.readable`)."""
-    text = json_bytes(readable(value)).decode()
+    """(JSON text shortened to ``limit`` characters, full length). Templates decode a
+    value once, at its top (the ``readable`` filter), before they show it."""
+    text = json_bytes(value).decode()
     if limit is not None and len(text) > limit:
         return text[:limit], len(text)
     return text, len(text)
 
 
 def is_container(value: Any) -> bool:
-    value = readable(value)
     return isinstance(value, (dict, list)) and bool(value)
 
 
 def children(value: Any) -> list[tuple[str, Any]]:
-    value = readable(value)
     if isinstance(value, dict):
         return [(str(key), item) for key, item in value.items()]
     return [(f"[{index}]", item) for index, item in enumerate(value)]

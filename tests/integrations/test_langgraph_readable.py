@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import hashlib
 import pickle
 from datetime import datetime, timezone
 from pathlib import Path
@@ -42,7 +43,8 @@ def test_values_the_serde_made_read_as_json() -> None:
     }
     assert readable(dump_typed(SERDE, "plain text")) == "plain text"
     assert readable(dump_item(SERDE, None)) is None
-    assert readable(dump_typed(SERDE, b"\x00\x01")) == "<2 bytes>"
+    digest = hashlib.sha256(b"\x00\x01").hexdigest()[:12]
+    assert readable(dump_typed(SERDE, b"\x00\x01")) == f"<2 bytes, sha256 {digest}>"
     when = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
     assert readable(dump_typed(SERDE, {"when": when, "step": Step("plan", 2), "t": (1, 2)})) == {
         "when": {"__class__": "datetime.datetime", "value": when.isoformat()},
@@ -78,7 +80,10 @@ def test_nothing_is_imported_called_or_unpickled(tmp_path: Path) -> None:
             return (Path.touch, (target,))
 
     pickled = pickle.dumps(Touch())
-    assert readable(_encoded("pickle", pickled)) == {"__pickle__": f"<{len(pickled)} bytes>"}
+    digest = hashlib.sha256(pickled).hexdigest()[:12]
+    assert readable(_encoded("pickle", pickled)) == {
+        "__pickle__": f"<{len(pickled)} bytes, sha256 {digest}>"
+    }
     assert not target.exists()
 
 
@@ -211,3 +216,58 @@ def test_the_time_travel_example_prints_readable_diffs(tmp_path: Path) -> None:
     assert """~ kv 'channel/messages' $.items[2]: "book a hotel" -> "book a hostel\"""" in out
     assert """~ kv 'channel/messages' $.items[4]: "pay" -> "user: cancel\"""" in out
     assert "msgpack" not in out
+
+
+def _packed(value: Any) -> str:
+    return _encoded("msgpack", ormsgpack.packb(value))
+
+
+def _nested(levels: int, value: Any = None) -> Any:
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def test_decoded_values_stay_within_the_depth_stored_values_have(tmp_path: Path) -> None:
+    """An encoding that would nest deeper than any stored value can (counting where it
+    sits) is shown as stored: pages, diffs and the command line never break on it."""
+    from rewinddb._values import MAX_DEPTH
+
+    assert readable(_packed(_nested(MAX_DEPTH - 1))) == _nested(MAX_DEPTH - 1)
+    too_deep = _packed(_nested(MAX_DEPTH + 1))
+    assert readable(too_deep) is too_deep
+    inside = [[_packed(_nested(MAX_DEPTH - 1))]]  # fits alone, not two levels down
+    assert readable(inside) is inside
+    path = tmp_path / "db"
+    with rewinddb.open(path) as db:
+        db.kv.put("k", "plain")
+        db.kv.put("k", [_packed(_nested(250))])
+        db.kv.put("k", _nested(100, _packed(_nested(120))))  # deep inside a deep value
+        db.events.append("e", {"p": _packed(_nested(252))})
+        for version in (2, 3):
+            diff = db.diff(
+                "default", "default", as_of_a=version - 1, as_of_b=version, readable=True
+            )
+            assert len(diff) >= 1
+        assert len(db.key_history("kv", "k", readable=True)) == 3
+    with TestClient(create_app(path)) as client:
+        for url in (key_url("default", "kv", "k"), event_url("default", 0), "/"):
+            assert client.get(url).status_code == 200, url
+    from rewinddb.cli import main
+
+    assert main(["show", str(path)]) == 0
+    assert main(["diff", str(path), "default", "default", "--as-of-a", "1"]) == 0
+
+
+def test_readable_diffs_keep_every_difference(tmp_path: Path) -> None:
+    with rewinddb.open(tmp_path / "db") as db:
+        db.kv.put("n", _packed(None))
+        db.kv.put("n", _packed(float("nan")))
+        db.kv.put("blob", _encoded("bytes", b"\x00\x00\x00"))
+        db.kv.put("blob", _encoded("bytes", b"\x00\x00\x01"))
+        changes = db.diff("default", "default", as_of_a=1, as_of_b=db.version, readable=True)
+        assert {(c.key, c.kind) for c in changes} == {("n", "changed"), ("blob", "added")}
+        assert db.diff("default", "default", as_of_a=3, as_of_b=4, readable=True).changes
+        assert [
+            c.new for c in db.diff("default", "default", as_of_a=1, as_of_b=2, readable=True)
+        ] == ["nan"]
