@@ -139,8 +139,9 @@ def key_versions(
     (of the values as ``rewinddb.readable`` shows them, with ``readable``)."""
     versions = []
     previous: Any = MISSING
+    memo: dict[Any, Any] | None = {} if readable else None
     for entry in entries:
-        current = MISSING if entry.deleted else _shown(entry.value, readable)
+        current = MISSING if entry.deleted else _shown(entry.value, memo)
         versions.append(KeyVersion(entry, diff_values(primitive, entry.key, previous, current)))
         previous = current
     return versions
@@ -182,9 +183,10 @@ def diff_values(
     return [Change(primitive, key, path, "changed", old, new)]
 
 
-def _shown(value: Any, readable: bool) -> Any:
-    """``value``, decoded for people (``rewinddb.readable``) when ``readable``."""
-    return display.readable(value) if readable else value
+def _shown(value: Any, memo: dict[Any, Any] | None) -> Any:
+    """``value``, decoded for people (``rewinddb.readable``) when a ``memo`` is given
+    (one per diff: the values compared share most of what they hold)."""
+    return value if memo is None else display.readable(value, memo=memo)
 
 
 def diff_points(
@@ -201,16 +203,20 @@ def diff_points(
     ranges_a = engine.ranges(a, version_a)
     ranges_b = engine.ranges(b, version_b)
     changes: list[Change] = []
+    memo: dict[Any, Any] | None = {} if readable else None
     for space, key in sorted(engine.changed_keys(ranges_a, ranges_b)):
-        old = _shown(engine.read_value(a, version_a, space, key), readable)
-        new = _shown(engine.read_value(b, version_b, space, key), readable)
+        old = _shown(engine.read_value(a, version_a, space, key), memo)
+        new = _shown(engine.read_value(b, version_b, space, key), memo)
         changes += diff_values(space, key, old, new)
-    changes += _event_changes(engine, ranges_a, ranges_b, readable)
+    changes += _event_changes(engine, ranges_a, ranges_b, memo)
     return Diff(Point(a.name, version_a), Point(b.name, version_b), changes)
 
 
 def _event_changes(
-    engine: Engine, ranges_a: dict[int, int], ranges_b: dict[int, int], readable: bool
+    engine: Engine,
+    ranges_a: dict[int, int],
+    ranges_b: dict[int, int],
+    memo: dict[Any, Any] | None,
 ) -> list[Change]:
     """Events only one point's log holds: ``removed`` from a's, ``added`` in b's."""
     changes: list[Change] = []
@@ -222,7 +228,7 @@ def _event_changes(
         for event in events_between(engine, branch_id, min(high_a, high_b), max(high_a, high_b)):
             body = {
                 "event_type": event.event_type,
-                "payload": _shown(event.payload, readable),
+                "payload": _shown(event.payload, memo),
                 "version": event.version,
             }
             changes.append(

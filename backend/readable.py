@@ -48,18 +48,27 @@ class _Undecodable(Exception):
     """The text is not an encoding, or not one that can be shown where it sits."""
 
 
-def readable(value: Any, depth: int = 0) -> Any:
+def readable(value: Any, depth: int = 0, memo: dict[Any, Any] | None = None) -> Any:
     """``value`` (found ``depth`` levels deep) with every serde encoding in it decoded
-    for display; the same object when there is none."""
+    for display; the same object when there is none. ``memo`` (a dict the caller keeps)
+    decodes each encoding once across several values: the versions of a list that grew
+    hold the same items. Decoded values are shared, so they are for reading only."""
     kind = type(value)
     if kind is str:
         match = _ENCODED.fullmatch(value) if len(value) <= MAX_ENCODED_CHARS else None
         if match is None:
             return value
+        if memo is not None:
+            found = memo.get((value, depth), memo)
+            if found is not memo:
+                return found
         try:
-            return _decode(match.group(1), match.group(2), depth)
+            shown = _decode(match.group(1), match.group(2), depth)
         except _Undecodable:
-            return value
+            shown = value
+        if memo is not None:
+            memo[(value, depth)] = shown
+        return shown
     if depth >= MAX_DEPTH:
         return value
     if kind is list:
@@ -74,10 +83,10 @@ def readable(value: Any, depth: int = 0) -> Any:
                 return _decode(value[0], value[1], depth)
             except _Undecodable:
                 pass
-        items = [readable(item, depth + 1) for item in value]
+        items = [readable(item, depth + 1, memo) for item in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if kind is dict:
-        shown = {key: readable(item, depth + 1) for key, item in value.items()}
+        shown = {key: readable(item, depth + 1, memo) for key, item in value.items()}
         return value if all(shown[key] is item for key, item in value.items()) else shown
     return value
 

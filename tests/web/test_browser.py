@@ -458,6 +458,9 @@ def test_key_history_page_lists_the_versions(tab: Tab, demo_server: str, shots: 
     assert versions.count() > 10  # one per step that touched the notebook
     expect(versions.first.locator("table.diff")).to_be_visible()
     page.screenshot(path=shots / "key.png")
+    # A version's whole value loads when its "value" is opened (htmx, on toggle).
+    versions.first.locator("details.lazy-value summary").click()
+    expect(versions.first.locator("details.lazy-value pre.full-value")).to_contain_text("findings")
     tab.assert_clean()
 
 

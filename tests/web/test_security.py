@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
@@ -47,6 +48,8 @@ def _pages(client: TestClient) -> list[str]:
             f"/branches/{branch}/events/{index + 1}",  # its own event, after the inherited
             f"/branches/default/keys/{tilde_encode(text)}?space=kv",
             f"/branches/default/keys/{tilde_encode(text)}?space=state",
+            # what a key page's "value" loads when opened
+            f"/branches/default/value?space=kv&key={quote(text)}",
         ]
     urls += [f"/branches/default/events/{i}" for i in range(len(EVIL))]
     urls += ["/branches/default/keys/doc1?space=json"]
