@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._engine import MISSING, AsOf, BranchRecord, Engine, WriteContext, check_name, check_text
+from ._engine import (
+    MISSING,
+    AsOf,
+    BranchRecord,
+    Engine,
+    WriteContext,
+    check_count,
+    check_name,
+    check_text,
+)
 from ._values import same, validate
 from .errors import InvalidInputError
 from .models import HistoryEntry, from_micros
@@ -96,10 +105,15 @@ class KeySpace:
             engine.write_values(write, self.space, changes, validated=True)
         return bool(changes)
 
-    def _history(self, key: str | None, as_of: AsOf) -> list[HistoryEntry]:
-        """Every write of ``key`` (of every key if None) this branch sees, oldest first."""
+    def _history(
+        self, key: str | None, as_of: AsOf, limit: int | None = None
+    ) -> list[HistoryEntry]:
+        """Every write of ``key`` (of every key if None) this branch sees, oldest first;
+        with ``limit``, the newest ``limit`` only (and only those are read and decoded)."""
         if key is not None:
             check_name(key, "key")
+        if limit is not None:
+            check_count(limit, "limit")
         engine = self._engine
         sql = (
             "SELECT e.key, e.kind, e.body, e.refs, e.version, e.trigger, c.ts "
@@ -108,19 +122,31 @@ class KeySpace:
         )
         if key is not None:
             sql += " AND e.key = ?"
-        sql += " ORDER BY e.version, e.key"
+        if limit is None:
+            sql += " ORDER BY e.version, e.key"
+        else:  # newest first, step by step from the branch itself (its rows are newest)
+            sql += " ORDER BY e.version DESC, e.key DESC LIMIT ?"
         with engine.conn.lock:
             record = engine.branch(self._branch)
             version = engine.resolve_as_of(record, as_of)
-            entries: list[HistoryEntry] = []
-            for branch_id, cap in reversed(engine.lineage(record, version)):
-                name = engine.branch_by_id(branch_id).name
+            steps = engine.lineage(record, version)
+            rows: list[tuple[str, list[Any]]] = []
+            for branch_id, cap in steps if limit is not None else reversed(steps):
+                wanted = None if limit is None else limit - sum(len(r) for _, r in rows)
+                if wanted == 0:
+                    break
                 params: tuple[object, ...] = (branch_id, self.space, cap)
                 if key is not None:
                     params += (key,)
-                for entry_key, kind, body, refs, entry_version, trigger, ts in engine.conn.fetchall(
-                    sql, params
-                ):
+                if wanted is not None:
+                    params += (wanted,)
+                found = engine.conn.fetchall(sql, params)
+                rows.append((engine.branch_by_id(branch_id).name, found[::-1] if limit else found))
+            if limit is not None:
+                rows.reverse()  # oldest first, as without a limit
+            entries: list[HistoryEntry] = []
+            for name, found in rows:
+                for entry_key, kind, body, refs, entry_version, trigger, ts in found:
                     value = engine.decode(kind, body, refs)
                     entries.append(
                         HistoryEntry(

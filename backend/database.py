@@ -81,18 +81,29 @@ class _Primitives:
             return last_writes(engine, record, engine.resolve_as_of(record, as_of))
 
     def key_history(
-        self, space: str, key: str, *, as_of: AsOf = None, readable: bool = False
+        self,
+        space: str,
+        key: str,
+        *,
+        as_of: AsOf = None,
+        readable: bool = False,
+        limit: int | None = None,
     ) -> list[KeyVersion]:
         """Every version of one key (``space``: ``kv``, ``json`` or ``state``) this branch
         sees, oldest first, each with the diff from the version before it (``readable``:
-        of the values decoded as ``rewinddb.readable`` shows them)."""
+        of the values decoded as ``rewinddb.readable`` shows them); with ``limit``, the
+        newest ``limit`` only (each still diffed against the one before it)."""
         check_flag(readable, "readable")
         spaces = {"kv": self.kv, "json": self.json, "state": self.state}
         if space not in spaces:
             raise InvalidInputError(
                 f"space must be one of kv, json, state, not {space!r}", code="invalid.space"
             )
-        return key_versions(space, spaces[space]._history(key, as_of), readable=readable)
+        if limit is not None:
+            check_count(limit, "limit")
+        entries = spaces[space]._history(key, as_of, None if limit is None else limit + 1)
+        versions = key_versions(space, entries, readable=readable)
+        return versions[-limit:] if limit else versions[:limit]
 
     def restore(
         self,

@@ -65,6 +65,9 @@ class Documents(KeySpace):
                 return None
             return engine.write_value(write, self.space, key, document, validated=True)
 
-    def history(self, key: str, *, as_of: AsOf = None) -> list[HistoryEntry]:
-        """Every version of ``key`` this branch sees, oldest first (deletions included)."""
-        return self._history(key, as_of)
+    def history(
+        self, key: str, *, as_of: AsOf = None, limit: int | None = None
+    ) -> list[HistoryEntry]:
+        """Every version of ``key`` this branch sees, oldest first (deletions included);
+        with ``limit``, the newest ``limit`` only."""
+        return self._history(key, as_of, limit)

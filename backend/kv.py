@@ -48,6 +48,9 @@ class KV(KeySpace):
                 return None
             return engine.write_value(write, self.space, key, MISSING)
 
-    def history(self, key: str, *, as_of: AsOf = None) -> list[HistoryEntry]:
-        """Every version of ``key`` this branch sees, oldest first (deletions included)."""
-        return self._history(key, as_of)
+    def history(
+        self, key: str, *, as_of: AsOf = None, limit: int | None = None
+    ) -> list[HistoryEntry]:
+        """Every version of ``key`` this branch sees, oldest first (deletions included);
+        with ``limit``, the newest ``limit`` only."""
+        return self._history(key, as_of, limit)

@@ -93,8 +93,19 @@ def key(
     branch: Segment,
     key: Segment,
     space: Annotated[str, Query(pattern="^(kv|json|state)$")] = "kv",
+    before: Annotated[int | None, Query(ge=1)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = queries.PAGE_SIZE,
 ) -> dict[str, Any]:
-    return queries.key_history(db_of(request), tilde_decode(branch), space, tilde_decode(key))
+    """The newest ``limit`` versions before version ``before``; ``older`` names the next
+    page (``{"branch", "before"}``) or is null."""
+    return queries.key_history(
+        db_of(request),
+        tilde_decode(branch),
+        space,
+        tilde_decode(key),
+        limit=limit,
+        before=before,
+    )
 
 
 @router.get("/compare", responses=ERRORS, summary="Two points: logs, first divergence, diff")

@@ -132,15 +132,28 @@ def event_page(request: Request, branch: str, sequence: str) -> Response:
 
 
 @router.get("/branches/{branch}/keys/{key}")
-def key_page(request: Request, branch: str, key: str, space: str = "kv") -> Response:
+def key_page(
+    request: Request,
+    branch: str,
+    key: str,
+    space: str = "kv",
+    before: Annotated[int | None, Query(ge=1)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = queries.PAGE_SIZE,
+) -> Response:
     name = tilde_decode(branch)
     token, as_json = split_json(key)
     data = queries.key_history(
-        db_of(request), name, space, tilde_decode(token), readable=not as_json
+        db_of(request),
+        name,
+        space,
+        tilde_decode(token),
+        readable=not as_json,
+        limit=limit,
+        before=before,
     )
     if as_json:
         return json_response(data)
-    return render(request, "key.html", data)
+    return render(request, "key.html", {**data, "before": before})
 
 
 @router.get("/branches/{branch}/value")

@@ -197,19 +197,44 @@ def _previous_point(
 
 
 def key_history(
-    db: rewinddb.Database, branch: str, space: str, key: str, *, readable: bool = False
+    db: rewinddb.Database,
+    branch: str,
+    space: str,
+    key: str,
+    *,
+    readable: bool = False,
+    limit: int = PAGE_SIZE,
+    before: int | None = None,
 ) -> dict[str, Any]:
-    """Every version of one key with the diff from the version before (``readable``: as
-    ``event_detail``)."""
+    """The newest ``limit`` versions of one key before version ``before`` (default: the
+    newest), each with the diff from the version before it (``readable``: as
+    ``event_detail``). ``older`` names the next page, ``{"branch", "before"}``, or is
+    None: the branch where the oldest version shown was written (a page of inherited
+    versions is read on the ancestor that wrote them) and that version."""
     with db.read():
-        versions = db.at(branch).key_history(space, key, readable=readable)
+        view = db.at(branch)
+        as_of = None
+        if before is not None:
+            forked_at = view.info().forked_at
+            if before <= forked_at:
+                raise PageNotFound(
+                    f"{branch!r} was forked at version {forked_at}; its versions before "
+                    f"{before} are read on the branch that wrote them"
+                )
+            as_of = min(before - 1, db.version)
+        versions = view.key_history(space, key, as_of=as_of, readable=readable, limit=limit + 1)
         if not versions:
             raise PageNotFound(f"{space} key {key!r} was never written on {branch!r}")
+        older = None
+        if len(versions) > limit:  # the extra one read says there are older versions
+            oldest = versions[-limit].entry
+            older = {"branch": oldest.branch, "before": oldest.version}
         return {
             "branch": branch,
             "space": space,
             "key": key,
-            "versions": [version.to_dict() for version in versions],
+            "versions": [version.to_dict() for version in versions[-limit:]],
+            "older": older,
         }
 
 

@@ -129,3 +129,38 @@ def test_demo_builds_a_history_worth_exploring(tmp_path) -> None:  # type: ignor
     with pytest.raises(rewinddb.RewindError) as info:
         build_demo(tmp_path / "demo")
     assert info.value.code == "demo.exists"
+
+
+def test_histories_take_the_newest_few(db: rewinddb.Database) -> None:
+    """``limit`` reads only the newest versions, across a fork too, and each one's diff is
+    still from the version before it."""
+    for i in range(4):
+        db.kv.put("k", {"n": i})
+    db.branches.fork("default", "run")
+    run = db.at("run")
+    for i in range(4, 6):
+        run.kv.put("k", {"n": i})
+    everything = run.kv.history("k")
+    assert [h.value["n"] for h in everything] == [0, 1, 2, 3, 4, 5]
+    assert run.kv.history("k", limit=3) == everything[-3:]
+    assert run.kv.history("k", limit=2) == everything[-2:]  # the branch's own only
+    assert run.kv.history("k", limit=10) == everything
+    assert run.kv.history("k", limit=0) == []
+    assert run.kv.history("k", as_of=4, limit=2) == everything[2:4]  # inherited only
+    assert run.kv.history("k", as_of=5, limit=2) == everything[3:5]
+    versions = run.key_history("kv", "k", limit=3)
+    assert [v.entry.value["n"] for v in versions] == [3, 4, 5]
+    assert [(c.kind, c.old, c.new) for c in versions[0].changes] == [("changed", 2, 3)]
+    assert run.key_history("kv", "k")[-3:] == versions
+    run.json.set("doc", "$", {"a": 1})
+    run.json.set("doc", "$.a", 2)
+    assert [h.value for h in run.json.history("doc", limit=1)] == [{"a": 2}]
+
+
+def test_history_limits_must_be_counts(db: rewinddb.Database, refused) -> None:  # type: ignore[no-untyped-def]
+    db.kv.put("k", 1)
+    for limit in (-1, True, "2", 2.0):
+        with refused(db, rewinddb.InvalidInputError, "invalid.limit"):
+            db.kv.history("k", limit=limit)  # type: ignore[arg-type]
+        with refused(db, rewinddb.InvalidInputError, "invalid.limit"):
+            db.key_history("kv", "k", limit=limit)  # type: ignore[arg-type]
