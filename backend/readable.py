@@ -48,11 +48,26 @@ class _Undecodable(Exception):
     """The text is not an encoding, or not one that can be shown where it sits."""
 
 
+#: What an object or array holding an encoding has in its JSON text: the start of a
+#: ``"type:..."`` string or of a ``["type", ...]`` pair.
+_CANDIDATE = re.compile(rb'"(?:msgpack|json|null|bytes|bytearray|pickle)(?::|",")')
+
+
 def readable(value: Any, depth: int = 0, memo: dict[Any, Any] | None = None) -> Any:
     """``value`` (found ``depth`` levels deep) with every serde encoding in it decoded
     for display; the same object when there is none. ``memo`` (a dict the caller keeps)
     decodes each encoding once across several values: the versions of a list that grew
     hold the same items. Decoded values are shared, so they are for reading only."""
+    if isinstance(value, (dict, list)):
+        try:  # most values hold no encoding: one pass in C says so
+            if _CANDIDATE.search(orjson.dumps(value)) is None:
+                return value
+        except (TypeError, orjson.JSONEncodeError):
+            pass
+    return _readable(value, depth, memo)
+
+
+def _readable(value: Any, depth: int, memo: dict[Any, Any] | None) -> Any:
     kind = type(value)
     if kind is str:
         match = _ENCODED.fullmatch(value) if len(value) <= MAX_ENCODED_CHARS else None
@@ -83,10 +98,10 @@ def readable(value: Any, depth: int = 0, memo: dict[Any, Any] | None = None) -> 
                 return _decode(value[0], value[1], depth)
             except _Undecodable:
                 pass
-        items = [readable(item, depth + 1, memo) for item in value]
+        items = [_readable(item, depth + 1, memo) for item in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if kind is dict:
-        shown = {key: readable(item, depth + 1, memo) for key, item in value.items()}
+        shown = {key: _readable(item, depth + 1, memo) for key, item in value.items()}
         return value if all(shown[key] is item for key, item in value.items()) else shown
     return value
 
