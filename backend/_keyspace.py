@@ -106,14 +106,22 @@ class KeySpace:
         return bool(changes)
 
     def _history(
-        self, key: str | None, as_of: AsOf, limit: int | None = None
+        self,
+        key: str | None,
+        as_of: AsOf,
+        limit: int | None = None,
+        before: int | None = None,
     ) -> list[HistoryEntry]:
         """Every write of ``key`` (of every key if None) this branch sees, oldest first;
-        with ``limit``, the newest ``limit`` only (and only those are read and decoded)."""
+        with ``limit``, the newest ``limit`` only (and only those are read and decoded);
+        with ``before``, only versions older than it (a page's cursor: it may reach into
+        inherited history, below the fork point no ``as_of`` may name)."""
         if key is not None:
             check_name(key, "key")
         if limit is not None:
             check_count(limit, "limit")
+        if before is not None:
+            check_count(before, "before")
         engine = self._engine
         sql = (
             "SELECT e.key, e.kind, e.body, e.refs, e.version, e.trigger, c.ts "
@@ -130,6 +138,8 @@ class KeySpace:
             record = engine.branch(self._branch)
             version = engine.resolve_as_of(record, as_of)
             steps = engine.lineage(record, version)
+            if before is not None:
+                steps = [(branch_id, min(cap, before - 1)) for branch_id, cap in steps]
             rows: list[tuple[str, list[Any]]] = []
             for branch_id, cap in steps if limit is not None else reversed(steps):
                 wanted = None if limit is None else limit - sum(len(r) for _, r in rows)

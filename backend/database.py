@@ -88,11 +88,14 @@ class _Primitives:
         as_of: AsOf = None,
         readable: bool = False,
         limit: int | None = None,
+        before: int | None = None,
     ) -> list[KeyVersion]:
         """Every version of one key (``space``: ``kv``, ``json`` or ``state``) this branch
         sees, oldest first, each with the diff from the version before it (``readable``:
         of the values decoded as ``rewinddb.readable`` shows them); with ``limit``, the
-        newest ``limit`` only (each still diffed against the one before it)."""
+        newest ``limit`` only (each still diffed against the one before it); with
+        ``before``, only versions older than it (the cursor of a paged history: pass the
+        oldest version of one page to get the next)."""
         check_flag(readable, "readable")
         spaces = {"kv": self.kv, "json": self.json, "state": self.state}
         if space not in spaces:
@@ -101,7 +104,7 @@ class _Primitives:
             )
         if limit is not None:
             check_count(limit, "limit")
-        entries = spaces[space]._history(key, as_of, None if limit is None else limit + 1)
+        entries = spaces[space]._history(key, as_of, None if limit is None else limit + 1, before)
         versions = key_versions(space, entries, readable=readable)
         return versions[-limit:] if limit else versions[:limit]
 

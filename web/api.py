@@ -93,11 +93,11 @@ def key(
     branch: Segment,
     key: Segment,
     space: Annotated[str, Query(pattern="^(kv|json|state)$")] = "kv",
-    before: Annotated[int | None, Query(ge=1)] = None,
+    before: Annotated[int | None, Query(ge=1, le=2**63 - 1)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = queries.PAGE_SIZE,
 ) -> dict[str, Any]:
-    """The newest ``limit`` versions before version ``before``; ``older`` names the next
-    page (``{"branch", "before"}``) or is null."""
+    """The newest ``limit`` versions older than version ``before``; ``older`` is the
+    ``before`` of the next page, or null."""
     return queries.key_history(
         db_of(request),
         tilde_decode(branch),

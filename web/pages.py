@@ -137,7 +137,7 @@ def key_page(
     branch: str,
     key: str,
     space: str = "kv",
-    before: Annotated[int | None, Query(ge=1)] = None,
+    before: Annotated[int | None, Query(ge=1, le=2**63 - 1)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = queries.PAGE_SIZE,
 ) -> Response:
     name = tilde_decode(branch)
@@ -153,7 +153,8 @@ def key_page(
     )
     if as_json:
         return json_response(data)
-    return render(request, "key.html", {**data, "before": before})
+    paging = "" if limit == queries.PAGE_SIZE else f"&limit={limit}"  # kept by the links
+    return render(request, "key.html", {**data, "before": before, "paging": paging})
 
 
 @router.get("/branches/{branch}/value")

@@ -206,29 +206,21 @@ def key_history(
     limit: int = PAGE_SIZE,
     before: int | None = None,
 ) -> dict[str, Any]:
-    """The newest ``limit`` versions of one key before version ``before`` (default: the
-    newest), each with the diff from the version before it (``readable``: as
-    ``event_detail``). ``older`` names the next page, ``{"branch", "before"}``, or is
-    None: the branch where the oldest version shown was written (a page of inherited
-    versions is read on the ancestor that wrote them) and that version."""
+    """The newest ``limit`` versions of one key older than version ``before`` (default:
+    the newest), each with the diff from the version before it (``readable``: as
+    ``event_detail``). ``older`` is the ``before`` of the next page, or None. Pages read
+    on this branch all the way back, inherited versions included (through its lineage,
+    so a deleted or renamed ancestor does not matter)."""
     with db.read():
-        view = db.at(branch)
-        as_of = None
-        if before is not None:
-            forked_at = view.info().forked_at
-            if before <= forked_at:
-                raise PageNotFound(
-                    f"{branch!r} was forked at version {forked_at}; its versions before "
-                    f"{before} are read on the branch that wrote them"
-                )
-            as_of = min(before - 1, db.version)
-        versions = view.key_history(space, key, as_of=as_of, readable=readable, limit=limit + 1)
+        versions = db.at(branch).key_history(
+            space, key, readable=readable, limit=limit + 1, before=before
+        )
         if not versions:
+            if before is not None:
+                raise PageNotFound(f"{branch!r} sees no versions of {key!r} before {before}")
             raise PageNotFound(f"{space} key {key!r} was never written on {branch!r}")
-        older = None
-        if len(versions) > limit:  # the extra one read says there are older versions
-            oldest = versions[-limit].entry
-            older = {"branch": oldest.branch, "before": oldest.version}
+        # The extra version read says there are older ones.
+        older = versions[-limit].entry.version if len(versions) > limit else None
         return {
             "branch": branch,
             "space": space,

@@ -157,6 +157,30 @@ def test_histories_take_the_newest_few(db: rewinddb.Database) -> None:
     assert [h.value for h in run.json.history("doc", limit=1)] == [{"a": 2}]
 
 
+def test_key_history_pages_back_with_before(db: rewinddb.Database) -> None:
+    """``before`` is a page's cursor: versions older than it, inherited ones included
+    (below the fork point, where no ``as_of`` may read)."""
+    for i in range(3):
+        db.kv.put("k", i)  # versions 1-3
+    db.branches.fork("default", "run")
+    db.at("run").kv.put("k", 3)  # version 4
+    run = db.at("run")
+    whole = run.key_history("kv", "k")
+    pages, before = [], None
+    while True:
+        page = run.key_history("kv", "k", limit=2, before=before)
+        pages = page + pages
+        if len(run.key_history("kv", "k", limit=3, before=before)) <= 2:
+            break
+        before = page[0].entry.version
+    assert pages == whole
+    assert [v.entry.version for v in run.key_history("kv", "k", before=3)] == [1, 2]
+    assert run.key_history("kv", "k", before=1) == []
+    with pytest.raises(rewinddb.InvalidInputError) as info:
+        run.key_history("kv", "k", before=-1)
+    assert info.value.code == "invalid.before"
+
+
 def test_history_limits_must_be_counts(db: rewinddb.Database, refused) -> None:  # type: ignore[no-untyped-def]
     db.kv.put("k", 1)
     for limit in (-1, True, "2", 2.0):
