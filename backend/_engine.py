@@ -289,29 +289,31 @@ class Engine:
             self._records[branch_id] = record
         return record
 
-    def lineage(self, record: BranchRecord, version: int) -> list[tuple[int, int]]:
-        """[(branch id, highest visible version)], the branch first, then its ancestors."""
-        steps = [(record.id, version)]
+    def _lineage_records(
+        self, record: BranchRecord, version: int
+    ) -> list[tuple[BranchRecord, int]]:
+        """[(branch, highest visible version)], the branch first, then its ancestors."""
+        steps = [(record, version)]
         cap = version
         while record.parent_id is not None:
             cap = min(cap, record.forked_at)  # a fork at an inherited event is below its
             record = self.branch_by_id(record.parent_id)  # parent's own fork point
-            steps.append((record.id, cap))
+            steps.append((record, cap))
         return steps
+
+    def lineage(self, record: BranchRecord, version: int) -> list[tuple[int, int]]:
+        """[(branch id, highest visible version)], the branch first, then its ancestors."""
+        return [(step.id, cap) for step, cap in self._lineage_records(record, version)]
 
     def row_lineage(self, record: BranchRecord, version: int) -> list[tuple[int, int]]:
         """``lineage`` without the steps that cannot hold a visible row: a branch's own rows
         are all newer than its fork point, so a step capped at or below it reads nothing
         (the parent of a branch forked at version 0, for one)."""
-        steps = []
-        cap = version
-        while True:
-            if cap > record.forked_at:
-                steps.append((record.id, cap))
-            if record.parent_id is None:
-                return steps
-            cap = min(cap, record.forked_at)
-            record = self.branch_by_id(record.parent_id)
+        return [
+            (step.id, cap)
+            for step, cap in self._lineage_records(record, version)
+            if cap > step.forked_at
+        ]
 
     def owner_at(self, record: BranchRecord, version: int) -> BranchRecord:
         """The branch of ``record``'s lineage whose history holds ``version``: reading it

@@ -137,7 +137,7 @@ class KeySpace:
         with engine.conn.lock:
             record = engine.branch(self._branch)
             version = engine.resolve_as_of(record, as_of)
-            steps = engine.lineage(record, version)
+            steps = engine.row_lineage(record, version)
             if before is not None:
                 steps = [(branch_id, min(cap, before - 1)) for branch_id, cap in steps]
             rows: list[tuple[str, list[Any]]] = []

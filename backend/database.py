@@ -106,7 +106,9 @@ class _Primitives:
             check_count(limit, "limit")
         entries = spaces[space]._history(key, as_of, None if limit is None else limit + 1, before)
         versions = key_versions(space, entries, readable=readable)
-        return versions[-limit:] if limit else versions[:limit]
+        if limit is None:
+            return versions
+        return versions[max(len(versions) - limit, 0) :]  # the extra one read is the base
 
     def restore(
         self,

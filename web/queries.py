@@ -170,18 +170,10 @@ def _previous_point(
     sequence, forked_at = event.sequence, info.forked_at
     if sequence > 0:
         before = view.events.get(sequence - 1)
-        if before.version >= forked_at:
-            return {
-                "branch": view.branch,
-                "version": before.version,
-                "label": f"event #{sequence - 1}",
-            }
-        if db.branches.exists(before.branch):
-            return {
-                "branch": before.branch,
-                "version": before.version,
-                "label": f"event #{sequence - 1}",
-            }
+        # An inherited event is read where it happened, while that branch exists.
+        where = view.branch if before.version >= forked_at else before.branch
+        if where == view.branch or db.branches.exists(where):
+            return {"branch": where, "version": before.version, "label": f"event #{sequence - 1}"}
         return {
             "branch": view.branch,
             "version": forked_at,
