@@ -50,12 +50,18 @@ def _to_schema_2(conn: Connection) -> None:
 
 def _install_routines(conn: Connection) -> None:
     """PostgreSQL gets its routines as this rewinddb defines them (``_pg_routines``;
-    schema 3: the write routines, 4: the read routine); SQLite has none."""
+    schema 3: the write routines, 4: the read routine, 5: write routines that read in one
+    statement what they need); SQLite has none."""
     conn.install_routines()
 
 
 #: schema version N -> the migration from N-1 to N. Schema 1 is the first released one.
-MIGRATIONS: dict[int, Migration] = {2: _to_schema_2, 3: _install_routines, 4: _install_routines}
+MIGRATIONS: dict[int, Migration] = {
+    2: _to_schema_2,
+    3: _install_routines,
+    4: _install_routines,
+    5: _install_routines,
+}
 
 
 def stored_version(conn: Connection) -> int:

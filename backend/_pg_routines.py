@@ -20,10 +20,14 @@ under the same write lock:
   snapshot, or a write transaction), so it sees what Python's statements would.
 
 They return NULL (or a status) where Python must answer instead (no such branch, an
-append conflict, an ``as_of`` out of range), having written nothing. The version is
-allocated by the very statement Python uses (``_engine.NEXT_COMMIT``), its ``?`` filled
-with the routine's arguments. The routines are installed with the schema (and by
-migrations 3 and 4 on older databases);
+append conflict, an ``as_of`` out of range), having written nothing. After the write lock
+a routine reads in one statement what it needs (the branch, the newest commit, the clock
+floor, and for an append the log's last event), then inserts plain rows. The clock's rule
+is ``_engine.NEXT_COMMIT``'s, in routine form (``CLOCK``): after the newest commit and
+after the clock floor of an imported database, its timestamp never going backwards. (Measured
+in a server-side loop of calls, this took an append from 27 to 25 us and a put from 21 to
+19 us, against one ``INSERT ... SELECT`` of a union.) The routines
+are installed with the schema and by the migrations that change them (3, 4 and 5);
 ``CREATE OR REPLACE`` makes installing twice harmless.
 """
 
@@ -31,32 +35,33 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._engine import NEXT_COMMIT
-
 if TYPE_CHECKING:
     from ._connection import Connection
 
-
-def _next_commit(*arguments: str) -> str:
-    """``NEXT_COMMIT`` with its ``?`` placeholders replaced by ``arguments``, in order."""
-    parts = NEXT_COMMIT.split("?")
-    if len(parts) != len(arguments) + 1:  # pragma: no cover - NEXT_COMMIT changed shape
-        raise AssertionError("NEXT_COMMIT's parameters changed; update _pg_routines")
-    sql = parts[0]
-    for argument, rest in zip(arguments, parts[1:], strict=True):
-        sql += argument + rest
-    return sql
+#: The next version and its timestamp, as ``_engine.NEXT_COMMIT`` allocates them, for the
+#: select list of a statement joined with ``CLOCK_SOURCES`` (``p_now``: the caller's time).
+CLOCK = (
+    "greatest(newest.version, CAST(clock_floor.value AS BIGINT), 0) + 1, "
+    "greatest(newest.ts, p_now)"
+)
+#: The newest commit and the clock floor, as joins (each may be missing).
+CLOCK_SOURCES = """
+    LEFT JOIN LATERAL (SELECT version, ts FROM rewind_commits
+      ORDER BY version DESC LIMIT 1) newest ON true
+    LEFT JOIN rewind_meta clock_floor ON clock_floor.key = 'clock_floor'"""
 
 
 def routines(write_lock: str) -> list[str]:
     """The ``CREATE OR REPLACE FUNCTION`` statements, in the order they must run."""
-    # Both routines begin alike: the write lock, then the live branch (NULL: none). Every
-    # statement of a VOLATILE function takes a new snapshot, so what follows the lock sees
-    # every earlier commit. The steps are written inline (no nested calls: each costs).
-    begin_write = f"""
-  PERFORM {write_lock.removeprefix("SELECT ")};
-  SELECT id INTO branch_id_ FROM rewind_branches WHERE name = p_branch AND deleted_at IS NULL;"""
-    commit = _next_commit("branch_id_", "p_now", "p_now", "p_trigger", "p_message", "NULL", "NULL")
+    # Both routines begin alike: the write lock, then one statement for the live branch
+    # (no row: none), the next version and its time. Every statement of a VOLATILE
+    # function takes a new snapshot, so what follows the lock sees every earlier commit
+    # (which is why the lock is a statement of its own). The steps are written inline (no
+    # nested calls: each costs).
+    lock = f"PERFORM {write_lock.removeprefix('SELECT ')};"
+    new_commit = """
+  INSERT INTO rewind_commits (version, branch_id, ts, trigger, message)
+    VALUES (version_, branch_id_, ts_, p_trigger, p_message);"""
     return [
         f"""
 CREATE OR REPLACE FUNCTION rewind_put_entry(
@@ -67,11 +72,14 @@ DECLARE
   branch_id_ bigint;
   version_ bigint;
   ts_ bigint;
-BEGIN{begin_write}
+BEGIN
+  {lock}
+  SELECT branch.id, {CLOCK} INTO branch_id_, version_, ts_
+    FROM rewind_branches branch{CLOCK_SOURCES}
+    WHERE branch.name = p_branch AND branch.deleted_at IS NULL;
   IF branch_id_ IS NULL THEN
     RETURN NULL;
-  END IF;
-  {commit} INTO version_, ts_;
+  END IF;{new_commit}
   INSERT INTO rewind_entries (branch_id, space, key, version, kind, body, refs, trigger)
     VALUES (branch_id_, p_space, p_key, version_, p_kind, p_body, NULL, p_trigger);
   RETURN version_;
@@ -79,8 +87,8 @@ END
 $body$""",
         # Status 0: appended; 1: no live branch of that name; 2: the log's length is not
         # p_expected (o_sequence holds the length). The previous event is found as
-        # events.last_event finds it: the branch's own newest, else its ancestors' up to
-        # the fork points.
+        # events.last_event finds it: the branch's own newest (in the first statement),
+        # else its ancestors' up to the fork points.
         rf"""
 CREATE OR REPLACE FUNCTION rewind_append_event(
   p_branch text, p_type text, p_type_json bytea, p_payload bytea, p_expected bigint,
@@ -90,41 +98,45 @@ CREATE OR REPLACE FUNCTION rewind_append_event(
 LANGUAGE plpgsql VOLATILE AS $body$
 DECLARE
   branch_id_ bigint;
+  version_ bigint;
+  ts_ bigint;
   step bigint;
-  cap bigint := 9223372036854775807;
-  parent bigint;
-  fork bigint;
+  cap bigint;
   last_sequence bigint;
   last_hash text;
-BEGIN{begin_write}
+BEGIN
+  {lock}
+  SELECT branch.id, branch.parent_id, branch.forked_at, {CLOCK},
+      last_event.sequence, last_event.hash
+    INTO branch_id_, step, cap, version_, ts_, last_sequence, last_hash
+    FROM rewind_branches branch{CLOCK_SOURCES}
+    LEFT JOIN LATERAL (SELECT sequence, hash FROM rewind_events
+      WHERE branch_id = branch.id ORDER BY version DESC, sequence DESC LIMIT 1) last_event ON true
+    WHERE branch.name = p_branch AND branch.deleted_at IS NULL;
   IF branch_id_ IS NULL THEN
     o_status := 1;
     RETURN;
   END IF;
-  step := branch_id_;
-  LOOP
+  WHILE last_sequence IS NULL AND step IS NOT NULL LOOP
     SELECT sequence, hash INTO last_sequence, last_hash FROM rewind_events
       WHERE branch_id = step AND version <= cap
       ORDER BY version DESC, sequence DESC LIMIT 1;
-    EXIT WHEN FOUND;
-    SELECT parent_id, forked_at INTO parent, fork FROM rewind_branches WHERE id = step;
-    EXIT WHEN parent IS NULL;
-    cap := least(cap, fork);
-    step := parent;
+    SELECT parent_id, least(cap, forked_at) INTO step, cap FROM rewind_branches WHERE id = step;
   END LOOP;
   o_sequence := coalesce(last_sequence + 1, 0);
   IF p_expected IS NOT NULL AND o_sequence <> p_expected THEN
     o_status := 2;
     RETURN;
-  END IF;
-  {commit} INTO o_version, o_ts;
+  END IF;{new_commit}
+  o_version := version_;
+  o_ts := ts_;
   o_hash := encode(sha256(
     convert_to(coalesce(last_hash, ''), 'UTF8') || '\x1e'::bytea
     || convert_to('[' || o_sequence || ',', 'UTF8') || p_type_json
     || convert_to(',' || o_version || ']', 'UTF8') || '\x1e'::bytea || p_payload), 'hex');
   INSERT INTO rewind_events (branch_id, sequence, event_type, payload, version, ts, hash,
       origin_branch_id, origin_sequence)
-    VALUES (branch_id_, o_sequence, p_type, p_payload, o_version, o_ts, o_hash, NULL, NULL);
+    VALUES (branch_id_, o_sequence, p_type, p_payload, version_, ts_, o_hash, NULL, NULL);
   o_status := 0;
 END
 $body$""",
@@ -132,7 +144,7 @@ $body$""",
         # 1: Python must answer (no live branch, or as_of outside the branch's history).
         # The lineage is walked as Engine.lineage walks it; the first entry found is the
         # newest (a branch's own rows are newer than what it inherited).
-        """
+        f"""
 CREATE OR REPLACE FUNCTION rewind_read_entry(
   p_branch text, p_space text, p_key text, p_as_of bigint,
   OUT o_status integer, OUT o_kind integer, OUT o_body bytea, OUT o_refs bytea)
@@ -144,15 +156,15 @@ DECLARE
   parent bigint;
   fork bigint;
 BEGIN
-  SELECT id, forked_at INTO step, forked FROM rewind_branches
-    WHERE name = p_branch AND deleted_at IS NULL;
+  SELECT branch.id, branch.forked_at,
+      greatest(newest.version, CAST(clock_floor.value AS BIGINT), branch.forked_at)
+    INTO step, forked, cap
+    FROM rewind_branches branch{CLOCK_SOURCES}
+    WHERE branch.name = p_branch AND branch.deleted_at IS NULL;
   IF step IS NULL THEN
     o_status := 1;
     RETURN;
   END IF;
-  SELECT greatest(coalesce(max(version), 0), forked) INTO cap FROM rewind_commits;
-  SELECT greatest(cap, max(CAST(value AS BIGINT))) INTO cap FROM rewind_meta
-    WHERE key = 'clock_floor';
   IF p_as_of IS NOT NULL THEN
     IF p_as_of < forked OR p_as_of > cap THEN
       o_status := 1;

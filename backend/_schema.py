@@ -20,7 +20,7 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Column, Index, Integer, LargeBinary, text
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """1: the first schema. 2: versions, sequences and ids are 64-bit on PostgreSQL too
 (SQLite's INTEGER always was). 3: PostgreSQL's write routines, 4: its read routine
 (``_pg_routines``); see ``_migrations``."""

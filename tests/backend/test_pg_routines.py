@@ -119,6 +119,23 @@ def test_an_append_continues_an_inherited_log(pg: rewinddb.Database) -> None:
     assert pg.at("child").events.verify().ok
 
 
+def test_an_append_continues_a_log_inherited_through_two_forks(pg: rewinddb.Database) -> None:
+    for n in range(3):
+        pg.events.append("step", {"n": n})
+    pg.branches.fork("default", "child", at_event=1)
+    pg.branches.fork("child", "grandchild")
+    pg.events.append("step", {"n": 3})  # after both forks: neither sees it
+    pg.at("child").events.append("step", {"n": "child"})  # after the grandchild's fork
+    grandchild = pg.at("grandchild")
+    event = grandchild.events.append("retry", {"n": 2}, expected_index=2)
+    assert event.sequence == 2 and grandchild.events.verify().ok
+    assert [item.event.payload for item in grandchild.events.list()] == [
+        {"n": 0},
+        {"n": 1},
+        {"n": 2},
+    ]
+
+
 def test_a_conflicting_append_writes_nothing(pg: rewinddb.Database) -> None:
     pg.events.append("step")
     with pytest.raises(rewinddb.AppendConflictError) as info:
