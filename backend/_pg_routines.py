@@ -41,8 +41,7 @@ if TYPE_CHECKING:
 #: The next version and its timestamp, as ``_engine.NEXT_COMMIT`` allocates them, for the
 #: select list of a statement joined with ``CLOCK_SOURCES`` (``p_now``: the caller's time).
 CLOCK = (
-    "greatest(newest.version, CAST(clock_floor.value AS BIGINT), 0) + 1, "
-    "greatest(newest.ts, p_now)"
+    "greatest(newest.version, CAST(clock_floor.value AS BIGINT), 0) + 1, greatest(newest.ts, p_now)"
 )
 #: The newest commit and the clock floor, as joins (each may be missing).
 CLOCK_SOURCES = """
