@@ -224,7 +224,14 @@ class Connection:
         self._run_many(sql, rows)
 
     def fetchone(self, sql: str, params: Params = ()) -> Any:
-        return self.execute(sql, params).fetchone()
+        if self._closed:
+            self.check_open()
+        self._fresh_savepoint = None
+        return self._run_one(sql, params)
+
+    def _run_one(self, sql: str, params: Params) -> Any:
+        """The first row of one statement (a backend may reuse one cursor for these)."""
+        return self._run(sql, params).fetchone()
 
     def fetchall(self, sql: str, params: Params = ()) -> list[Any]:
         rows: list[Any] = self.execute(sql, params).fetchall()

@@ -140,6 +140,10 @@ NEXT_COMMIT = (
 )
 
 
+#: The call of each write routine, built once (``Engine.write_in_server``).
+_ROUTINE_CALLS: dict[str, str] = {}
+
+
 @dataclass
 class WriteContext:
     """The commit being written: its version is allocated at the first write."""
@@ -661,8 +665,11 @@ class Engine:
         message = check_text(message, "message")
         check_name(branch, "branch")
         values = (branch, *arguments, trigger, message, now_micros())
-        marks = ", ".join("?" * len(values))
-        row: tuple[Any, ...] = self.conn.fetchone(f"SELECT * FROM {routine}({marks})", values)
+        sql = _ROUTINE_CALLS.get(routine)
+        if sql is None:
+            marks = ", ".join("?" * len(values))
+            sql = _ROUTINE_CALLS[routine] = f"SELECT * FROM {routine}({marks})"
+        row: tuple[Any, ...] = self.conn.fetchone(sql, values)
         return row
 
     def standalone_write(self) -> bool:

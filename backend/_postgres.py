@@ -82,6 +82,7 @@ class PostgresConnection(Connection):
         self.location = redact(url)
         self._sql: dict[str, str] = {}
         self._raw: Any = None
+        self._cursor: Any = None
         self._connect()
 
     # -- the connection ------------------------------------------------------------
@@ -110,6 +111,9 @@ class PostgresConnection(Connection):
         if self.readonly:
             raw.execute("SET default_transaction_read_only = on")
         self._raw = raw
+        # For statements whose one row is all that is read (``fetchone``): a new psycopg
+        # cursor per statement measured ~6 us of client CPU (of ~30 for a whole write).
+        self._cursor = raw.cursor()
 
     def _usable(self) -> Any:
         """The live connection; outside a transaction a lost one is replaced."""
@@ -150,14 +154,19 @@ class PostgresConnection(Connection):
             )
         return RewindError(f"PostgreSQL failed: {str(error).strip()}", code="storage")
 
-    def _run(self, sql: str, params: Params) -> Any:
+    def _run(self, sql: str, params: Params, *, reuse: bool = False) -> Any:
         raw = self._usable()
+        target = self._cursor if reuse else raw
         try:
             if params:
-                return raw.execute(self._translate(sql), params)
-            return raw.execute(sql)
+                return target.execute(self._translate(sql), params)
+            return target.execute(sql)
         except psycopg.Error as error:
             raise self._refused(error) from error
+
+    def _run_one(self, sql: str, params: Params) -> Any:
+        with self.lock:  # one reused cursor: its statement and row are read together
+            return self._run(sql, params, reuse=True).fetchone()
 
     def _run_many(self, sql: str, rows: Sequence[Params]) -> None:
         raw = self._usable()

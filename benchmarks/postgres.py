@@ -192,10 +192,10 @@ def profiled(conn: Any, timings: dict[str, float], counts: dict[str, int]) -> No
     around the backend's two hooks; a profiling aid, nothing else uses it)."""
     run, end = conn._run, conn._end
 
-    def timed_run(sql: str, params: Any) -> Any:
+    def timed_run(sql: str, params: Any, **options: Any) -> Any:
         start = time.perf_counter()
         try:
-            return run(sql, params)
+            return run(sql, params, **options)
         finally:
             kind = statement_class(sql)
             timings[kind] += time.perf_counter() - start

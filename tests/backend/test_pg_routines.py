@@ -35,9 +35,9 @@ def statements(db: rewinddb.Database) -> Iterator[list[str]]:
     sent: list[str] = []
     run = conn._run
 
-    def counting(sql: str, params: Any) -> Any:
+    def counting(sql: str, params: Any, **options: Any) -> Any:
         sent.append(sql)
-        return run(sql, params)
+        return run(sql, params, **options)
 
     conn._run = counting  # type: ignore[method-assign]
     try:
@@ -293,3 +293,39 @@ def test_routines_see_the_newest_commits_whatever_the_server_default(
         assert results == [3] and waiter.kv.get("k") == 2
         event = waiter.events.append("step")
         assert event.version == 4 and waiter.events.verify().ok
+
+
+def test_threads_sharing_one_connection_each_read_their_own_row(
+    pg: rewinddb.Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # fetchone runs on one reused psycopg cursor per connection: a statement and its row
+    # must be read together, or a thread gets another's answer. A pause before each fetch
+    # gives the other threads every chance to run their statements in between.
+    import psycopg
+
+    fetch = psycopg.Cursor.fetchone
+
+    def slow_fetch(cursor: Any) -> Any:
+        time.sleep(0.0005)
+        return fetch(cursor)
+
+    monkeypatch.setattr(psycopg.Cursor, "fetchone", slow_fetch)
+    conn = pg._engine.conn
+    failures: list[tuple[int, Any]] = []
+
+    def worker(n: int) -> None:
+        for _ in range(50):
+            try:
+                row = conn.fetchone("SELECT CAST(? AS BIGINT)", (n,))
+            except Exception as error:  # another thread's statement reset the cursor
+                failures.append((n, error))
+                return
+            if row[0] != n:
+                failures.append((n, row))
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not failures, failures[:3]
