@@ -119,7 +119,7 @@ class Connection:
 
     def install_routines(self) -> None:
         """Create the server-side routines in the open write transaction (a backend with
-        ``routines``; the schema's creation and migrations 3 and 4 call it)."""
+        ``routines``; the schema's creation and migrations 3, 4 and 5 call it)."""
 
     def _is_empty(self) -> bool:
         raise NotImplementedError

@@ -127,7 +127,8 @@ class BranchRecord:
 #: Allocate and record the next version in one statement (one round trip under the write
 #: lock): after the newest commit and after the clock floor of an imported database; its
 #: timestamp never goes backwards. Parameters: branch id, now, now, trigger, message,
-#: merge branch id, merge version. PostgreSQL's write routines run this same statement.
+#: merge branch id, merge version. PostgreSQL's write routines apply the same rule
+#: (``_pg_routines.CLOCK``; a test checks that both allocate alike).
 NEXT_COMMIT = (
     "INSERT INTO rewind_commits (version, branch_id, ts, trigger, message, "
     "merge_branch_id, merge_version) "

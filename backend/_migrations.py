@@ -5,7 +5,8 @@ A new database is created at the current schema directly (from the SQLModel tabl
 older one is upgraded on ``open()`` (or by ``rewinddb migrate PATH_OR_URL``) by running,
 in order and in one write transaction, each migration above its stored version; the
 stored ``schema_version`` moves with them, so a failed migration leaves the old schema
-whole. A database opened read-only is never changed: it asks for ``rewinddb migrate``.
+whole. A database opened read-only is never changed: it asks for ``rewinddb migrate``,
+unless what it lacks only writers use (``_WRITERS_ONLY``).
 
 To change the schema: change ``_schema``, bump ``SCHEMA_VERSION`` to N, and register
 ``MIGRATIONS[N]``, a function that turns schema N-1 into N with portable SQL (it runs on
@@ -64,6 +65,12 @@ MIGRATIONS: dict[int, Migration] = {
 }
 
 
+#: Migrations that change nothing readers use: a database opened read-only may be behind
+#: by these and is read as it is. On SQLite schemas 2 to 5 change nothing at all; schema 5
+#: only made PostgreSQL's routines cheaper (the previous read routine reads the same).
+_WRITERS_ONLY = {"sqlite": {2, 3, 4, 5}, "postgresql": {5}}
+
+
 def stored_version(conn: Connection) -> int:
     row = conn.fetchone("SELECT value FROM rewind_meta WHERE key = 'schema_version'")
     if row is None:
@@ -88,6 +95,9 @@ def migrate(conn: Connection) -> tuple[int, int]:
     if before == _schema.SCHEMA_VERSION:
         return before, before
     if conn.readonly:
+        pending = set(range(before + 1, _schema.SCHEMA_VERSION + 1))
+        if pending <= _WRITERS_ONLY.get(conn.dialect, set()):
+            return before, before  # read as it is; the next writable open migrates it
         raise RewindError(
             f"{conn.location} has schema {before}; this rewinddb needs "
             f"{_schema.SCHEMA_VERSION}: run `rewinddb migrate {conn.location}` (or open it "

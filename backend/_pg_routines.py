@@ -120,6 +120,7 @@ BEGIN
     SELECT sequence, hash INTO last_sequence, last_hash FROM rewind_events
       WHERE branch_id = step AND version <= cap
       ORDER BY version DESC, sequence DESC LIMIT 1;
+    EXIT WHEN FOUND;
     SELECT parent_id, least(cap, forked_at) INTO step, cap FROM rewind_branches WHERE id = step;
   END LOOP;
   o_sequence := coalesce(last_sequence + 1, 0);

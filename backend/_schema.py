@@ -22,8 +22,8 @@ from sqlmodel import Field, SQLModel
 
 SCHEMA_VERSION = 5
 """1: the first schema. 2: versions, sequences and ids are 64-bit on PostgreSQL too
-(SQLite's INTEGER always was). 3: PostgreSQL's write routines, 4: its read routine
-(``_pg_routines``); see ``_migrations``."""
+(SQLite's INTEGER always was). 3: PostgreSQL's write routines, 4: its read routine,
+5: cheaper routines (``_pg_routines``); see ``_migrations``."""
 
 
 _WITHOUT_ROWID = {"sqlite_with_rowid": False}

@@ -329,3 +329,38 @@ def test_threads_sharing_one_connection_each_read_their_own_row(
     for thread in threads:
         thread.join(timeout=120)
     assert not failures, failures[:3]
+
+
+@pytest.mark.parametrize("state", ["empty", "history", "floor above", "floor below", "future"])
+def test_the_routines_allocate_as_next_commit_does(postgres: PostgresServer, state: str) -> None:
+    # The same write in two databases in the same state: one call of the write routine
+    # (its clock, _pg_routines.CLOCK) and the statement-by-statement path (NEXT_COMMIT).
+    future = 4_000_000_000_000_000  # microseconds: in the 2090s
+    written = []
+    for path in ("routine", "python"):
+        with rewinddb.open(postgres.new_schema()) as db:
+            conn = db._engine.conn
+            if state != "empty":
+                for n in range(3):
+                    db.kv.put("k", n)
+            if state.startswith("floor"):
+                floor = 100 if state == "floor above" else 1
+                conn.execute(
+                    "INSERT INTO rewind_meta (key, value) VALUES ('clock_floor', ?)", (str(floor),)
+                )
+            if state == "future":
+                conn.execute("UPDATE rewind_commits SET ts = ? WHERE version = 3", (future,))
+            if path == "routine":
+                version = db.kv.put("k", "new")
+                event = db.events.append("e", {"n": 1})
+            else:
+                with db.transaction():
+                    version = db.kv.put("k", "new")
+                with db.transaction():
+                    event = db.events.append("e", {"n": 1})
+            ts = conn.fetchone("SELECT ts FROM rewind_commits WHERE version = ?", (version,))[0]
+            written.append((version, event.version, event.hash, ts == future))
+    assert written[0] == written[1]
+    expected = {"empty": 1, "history": 4, "floor above": 101, "floor below": 4, "future": 4}
+    assert written[0][0] == expected[state]
+    assert written[0][3] == (state == "future")  # a timestamp in the future is kept
