@@ -118,6 +118,7 @@ class PostgresConnection(Connection):
     def _usable(self) -> Any:
         """The live connection; outside a transaction a lost one is replaced."""
         if self._raw is None or self._raw.closed or self._raw.broken:
+            self.check_open()  # never reconnect a database closed (by another thread) meanwhile
             if self._depth:
                 raise ConnectionLostError(
                     f"the connection to {self.location} was lost in this transaction; "

@@ -233,3 +233,12 @@ def test_a_refused_statement_is_a_storage_error_never_a_driver_error(postgres_ur
             assert info.value.code == "storage" and "rewind_missing" in info.value.message
         db.kv.put_many({"a": 1, "b": 2})  # the connection is still usable
         assert db.kv.items() == {"a": 1, "b": 2}
+
+
+def test_a_closed_database_is_never_reconnected(postgres_url: str) -> None:
+    db = rewinddb.open(postgres_url)
+    conn = db._engine.conn
+    db.close()  # as another thread may, between a call's checks and its statement
+    with pytest.raises(rewinddb.RewindError) as info:
+        conn._usable()
+    assert info.value.code == "closed" and conn._raw.closed
