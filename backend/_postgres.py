@@ -13,6 +13,8 @@ only how a transaction starts and how the connection is kept:
   measured about 20% more commits/s, and it is per schema, not per server database.
 - A write that is a transaction of its own is one call of a server routine
   (``_pg_routines``), which takes the same lock.
+- A statement whose one row is all that is read (``fetchone``: every routine call) runs
+  on one reused psycopg cursor, under the connection's lock.
 - Reads inside ``db.read()`` and every snapshot run in one REPEATABLE READ, READ ONLY
   transaction.
 - A lost connection fails the call in progress with ``connection_lost`` (a transaction
