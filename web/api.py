@@ -12,7 +12,7 @@ from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel
 
 from . import queries
-from .pages import Text, db_of
+from .pages import Before, Limit, Text, db_of
 from .urls import tilde_decode
 
 router = APIRouter(prefix="/api", tags=["read"])
@@ -93,8 +93,8 @@ def key(
     branch: Segment,
     key: Segment,
     space: Annotated[str, Query(pattern="^(kv|json|state)$")] = "kv",
-    before: Annotated[int | None, Query(ge=1, le=2**63 - 1)] = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = queries.PAGE_SIZE,
+    before: Before = None,
+    limit: Limit = queries.PAGE_SIZE,
 ) -> dict[str, Any]:
     """The newest ``limit`` versions older than version ``before``; ``older`` is the
     ``before`` of the next page, or null."""

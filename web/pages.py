@@ -21,6 +21,9 @@ from .urls import BadSegment, compare_url, tilde_decode
 router = APIRouter(include_in_schema=False)
 
 Text = Annotated[str | None, Query(max_length=1024)]
+#: A key history page: versions older than ``before`` (None: the newest), ``limit`` of them.
+Before = Annotated[int | None, Query(ge=1, le=2**63 - 1)]
+Limit = Annotated[int, Query(ge=1, le=1000)]
 
 
 def db_of(request: Request) -> rewinddb.Database:
@@ -137,8 +140,8 @@ def key_page(
     branch: str,
     key: str,
     space: str = "kv",
-    before: Annotated[int | None, Query(ge=1, le=2**63 - 1)] = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = queries.PAGE_SIZE,
+    before: Before = None,
+    limit: Limit = queries.PAGE_SIZE,
 ) -> Response:
     name = tilde_decode(branch)
     token, as_json = split_json(key)
