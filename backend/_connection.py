@@ -230,7 +230,7 @@ class Connection:
         return self._run_one(sql, params)
 
     def _run_one(self, sql: str, params: Params) -> Any:
-        """The first row of one statement (a backend may reuse one cursor for these)."""
+        """The first row of one statement (a backend may send these its own way)."""
         return self._run(sql, params).fetchone()
 
     def fetchall(self, sql: str, params: Params = ()) -> list[Any]:

@@ -13,8 +13,8 @@ only how a transaction starts and how the connection is kept:
   measured about 20% more commits/s, and it is per schema, not per server database.
 - A write that is a transaction of its own is one call of a server routine
   (``_pg_routines``), which takes the same lock.
-- A statement whose one row is all that is read (``fetchone``: every routine call) runs
-  on one reused psycopg cursor, under the connection's lock.
+- A statement whose one row is all that is read (``fetchone``: every routine call) is
+  sent with libpq's blocking call (``_pg_direct``), under the connection's lock.
 - Reads inside ``db.read()`` and every snapshot run in one REPEATABLE READ, READ ONLY
   transaction.
 - A lost connection fails the call in progress with ``connection_lost`` (a transaction
@@ -35,6 +35,8 @@ from .errors import ConnectionLostError, DatabaseBusyError, RewindError
 try:
     import psycopg
     from psycopg import errors as pg_errors
+
+    from ._pg_direct import DirectStatements
 except ImportError:  # pragma: no cover - depends on the installed extras
     psycopg = None  # type: ignore[assignment]
 
@@ -84,7 +86,7 @@ class PostgresConnection(Connection):
         self.location = redact(url)
         self._sql: dict[str, str] = {}
         self._raw: Any = None
-        self._cursor: Any = None
+        self._direct: DirectStatements | None = None
         self._connect()
 
     # -- the connection ------------------------------------------------------------
@@ -112,10 +114,11 @@ class PostgresConnection(Connection):
         raw.execute("SET default_transaction_isolation = 'read committed'")
         if self.readonly:
             raw.execute("SET default_transaction_read_only = on")
+        # Statements are prepared by DirectStatements alone: psycopg's own preparing would
+        # DEALLOCATE ALL after any ROLLBACK, theirs included.
+        raw.prepare_threshold = None
         self._raw = raw
-        # For statements whose one row is all that is read (``fetchone``): a new psycopg
-        # cursor per statement measured ~6 us of client CPU (of ~30 for a whole write).
-        self._cursor = raw.cursor()
+        self._direct = DirectStatements(raw)
 
     def _usable(self) -> Any:
         """The live connection; outside a transaction a lost one is replaced."""
@@ -157,19 +160,31 @@ class PostgresConnection(Connection):
             )
         return RewindError(f"PostgreSQL failed: {str(error).strip()}", code="storage")
 
-    def _run(self, sql: str, params: Params, *, reuse: bool = False) -> Any:
-        raw = self._usable()
-        target = self._cursor if reuse else raw
-        try:
-            if params:
-                return target.execute(self._translate(sql), params)
-            return target.execute(sql)
-        except psycopg.Error as error:
-            raise self._refused(error) from error
+    def _run(self, sql: str, params: Params) -> Any:
+        return self._execute(sql, params)
 
     def _run_one(self, sql: str, params: Params) -> Any:
-        with self.lock:  # one reused cursor: its statement and row are read together
-            return self._run(sql, params, reuse=True).fetchone()
+        with self.lock:
+            self._usable()
+            direct = self._direct
+            assert direct is not None  # made with every connection
+            encoded = direct.encode(params)
+            if encoded is None:  # a parameter only psycopg adapts
+                return self._execute(sql, params).fetchone()
+            try:
+                return direct.fetchone(sql, encoded)
+            except psycopg.Error as error:
+                raise self._refused(error) from error
+
+    def _execute(self, sql: str, params: Params) -> Any:
+        """``sql`` run by psycopg (its cursor, with the rows)."""
+        raw = self._usable()
+        try:
+            if params:
+                return raw.execute(self._translate(sql), params)
+            return raw.execute(sql)
+        except psycopg.Error as error:
+            raise self._refused(error) from error
 
     def _run_many(self, sql: str, rows: Sequence[Params]) -> None:
         raw = self._usable()

@@ -188,18 +188,21 @@ def statement_class(sql: str) -> str:
 
 
 def profiled(conn: Any, timings: dict[str, float], counts: dict[str, int]) -> None:
-    """Time every statement of a rewinddb connection by class (an instance-level wrapper
-    around the backend's two hooks; a profiling aid, nothing else uses it)."""
-    run, end = conn._run, conn._end
+    """Time every statement of a rewinddb connection by class (instance-level wrappers
+    around the backend's three hooks; a profiling aid, nothing else uses it)."""
+    end = conn._end
 
-    def timed_run(sql: str, params: Any, **options: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return run(sql, params, **options)
-        finally:
-            kind = statement_class(sql)
-            timings[kind] += time.perf_counter() - start
-            counts[kind] += 1
+    def timing(run: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
+        def timed_run(sql: str, params: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return run(sql, params)
+            finally:
+                kind = statement_class(sql)
+                timings[kind] += time.perf_counter() - start
+                counts[kind] += 1
+
+        return timed_run
 
     def timed_end(*, commit: bool) -> None:
         start = time.perf_counter()
@@ -209,7 +212,8 @@ def profiled(conn: Any, timings: dict[str, float], counts: dict[str, int]) -> No
             timings["commit"] += time.perf_counter() - start
             counts["commit"] += 1
 
-    conn._run = timed_run
+    conn._run = timing(conn._run)
+    conn._run_one = timing(conn._run_one)
     conn._end = timed_end
 
 

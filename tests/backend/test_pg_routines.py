@@ -30,20 +30,24 @@ HOSTILE_TYPES = [
 
 @contextmanager
 def statements(db: rewinddb.Database) -> Iterator[list[str]]:
-    """The statements ``db`` sends inside the block (its connection's one hook)."""
+    """The statements ``db`` sends inside the block (its connection's two hooks: every
+    statement passes one of them)."""
     conn = db._engine.conn
     sent: list[str] = []
-    run = conn._run
 
-    def counting(sql: str, params: Any, **options: Any) -> Any:
-        sent.append(sql)
-        return run(sql, params, **options)
+    def counting(run: Any) -> Any:
+        def counted(sql: str, params: Any) -> Any:
+            sent.append(sql)
+            return run(sql, params)
 
-    conn._run = counting  # type: ignore[method-assign]
+        return counted
+
+    conn._run = counting(conn._run)  # type: ignore[method-assign]
+    conn._run_one = counting(conn._run_one)  # type: ignore[method-assign]
     try:
         yield sent
     finally:
-        del conn._run
+        del conn._run, conn._run_one
 
 
 @pytest.fixture
@@ -298,18 +302,19 @@ def test_routines_see_the_newest_commits_whatever_the_server_default(
 def test_threads_sharing_one_connection_each_read_their_own_row(
     pg: rewinddb.Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # fetchone runs on one reused psycopg cursor per connection: a statement and its row
-    # must be read together, or a thread gets another's answer. A pause before each fetch
-    # gives the other threads every chance to run their statements in between.
-    import psycopg
+    # fetchone sends its statement with libpq's blocking call on the connection all the
+    # threads share: a statement and its row must be read together, or a thread gets
+    # another's answer (or libpq refuses a second statement in progress). A pause before
+    # each row is read gives the other threads every chance to run theirs in between.
+    from rewinddb._pg_direct import DirectStatements
 
-    fetch = psycopg.Cursor.fetchone
+    read_row = DirectStatements._row
 
-    def slow_fetch(cursor: Any) -> Any:
+    def slow_row(direct: DirectStatements, result: Any) -> Any:
         time.sleep(0.0005)
-        return fetch(cursor)
+        return read_row(direct, result)
 
-    monkeypatch.setattr(psycopg.Cursor, "fetchone", slow_fetch)
+    monkeypatch.setattr(DirectStatements, "_row", slow_row)
     conn = pg._engine.conn
     failures: list[tuple[int, Any]] = []
 

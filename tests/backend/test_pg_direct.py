@@ -1,0 +1,155 @@
+"""PostgreSQL's ``fetchone`` sent with libpq's blocking call (``_pg_direct``): the same
+values, types and errors as psycopg's cursor gives, which is what it stands in for."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import rewinddb
+from rewinddb import _pg_direct
+
+psycopg = pytest.importorskip("psycopg")
+
+INTEGERS = [0, -1, 2**15 - 1, 2**15, -(2**15) - 1, 2**31, -(2**31) - 1, 2**63 - 1, -(2**63), 2**63]
+TEXTS = ["", "plain", "ünïcödé ✓ 🦜", "quote ' and \\ and ? and $1 and %s", "\n\t"]
+BYTES = [b"", b"\x00", bytes(range(256))]
+
+
+@pytest.fixture
+def conn(postgres_url: str) -> Iterator[Any]:
+    with rewinddb.open(postgres_url) as db:
+        yield db._engine.conn
+
+
+def by_psycopg(conn: Any, sql: str, params: tuple[Any, ...]) -> Any:
+    """The row psycopg's own cursor answers for the same statement."""
+    return conn._raw.execute(conn._translate(sql), params).fetchone()
+
+
+@pytest.mark.parametrize("value", [*INTEGERS, *TEXTS, *BYTES, True, False, None])
+def test_a_value_comes_back_as_psycopg_gives_it(conn: Any, value: Any) -> None:
+    expected = by_psycopg(conn, "SELECT ?", (value,))
+    for _ in range(_pg_direct.PREPARE_AT + 1):  # unnamed, then prepared
+        row = conn.fetchone("SELECT ?", (value,))
+        assert row == expected and type(row[0]) is type(expected[0])
+
+
+def test_a_parameter_has_the_type_psycopg_gives_it(conn: Any) -> None:
+    sql = "SELECT pg_typeof(?)::text"
+    types = [conn.fetchone(sql, (n,))[0] for n in INTEGERS]
+    assert types == ["smallint"] * 3 + ["integer"] * 2 + ["bigint"] * 4 + ["numeric"]
+    assert types == [by_psycopg(conn, sql, (n,))[0] for n in INTEGERS]
+    assert [conn.fetchone(sql, (v,))[0] for v in (True, b"x")] == ["boolean", "bytea"]
+    # text and NULL are sent untyped, for the server to infer, as psycopg sends them
+    assert conn.fetchone("SELECT pg_typeof(CAST(? AS TEXT) || ?)::text", ("a", "b")) == ("text",)
+    for value in ("a", None):
+        with pytest.raises(rewinddb.RewindError, match="could not determine data type"):
+            conn.fetchone(sql, (value,))
+        with pytest.raises(psycopg.errors.IndeterminateDatatype):
+            by_psycopg(conn, sql, (value,))
+
+
+def test_columns_of_every_type_are_read_by_psycopgs_loaders(conn: Any) -> None:
+    sql = (
+        "SELECT CAST(? AS BIGINT), CAST(? AS INTEGER), CAST(? AS BYTEA), CAST(? AS TEXT), "
+        "CAST(? AS BOOLEAN), NULL, 1.5::float8, 2.25::numeric, "
+        "'2026-11-29 12:00:00+00'::timestamptz, '{1,2}'::int[], '{\"a\": [1]}'::jsonb, "
+        "'x'::varchar, 'y'::name, count(*) FROM rewind_meta"
+    )
+    params = (7, 8, b"\x01", "t", True)
+    row = conn.fetchone(sql, params)
+    assert row == by_psycopg(conn, sql, params)
+    assert row[:8] == (7, 8, b"\x01", "t", True, None, 1.5, decimal.Decimal("2.25"))
+    assert row[8] == datetime.datetime(2026, 11, 29, 12, tzinfo=datetime.timezone.utc)
+
+
+@pytest.mark.parametrize(
+    "value", [1.5, decimal.Decimal("1.25"), datetime.date(2026, 11, 29), bytearray(b"ab")]
+)
+def test_other_parameters_go_through_psycopg(conn: Any, value: Any) -> None:
+    sql = "SELECT ?, pg_typeof(?)::text"
+    assert conn._direct.encode((value,)) is None
+    row = conn.fetchone(sql, (value, value))
+    expected = by_psycopg(conn, sql, (value, value))
+    assert row == expected and type(row[0]) is type(expected[0])
+
+
+def prepared(conn: Any) -> list[str]:
+    rows = conn._raw.execute(
+        "SELECT statement FROM pg_prepared_statements WHERE name LIKE 'rewind%'"
+    )
+    return sorted(row[0] for row in rows)
+
+
+def test_a_statement_run_again_is_prepared_once_for_each_set_of_parameter_types(
+    conn: Any,
+) -> None:
+    sql = "SELECT CAST(? AS BIGINT) + 1"
+    for value in (1, 2**40, 3, 2**40 + 1):  # smallint, then bigint parameters
+        for _ in range(_pg_direct.PREPARE_AT + 1):
+            assert conn.fetchone(sql, (value,)) == (value + 1,)
+    assert [sql for sql in prepared(conn) if "BIGINT" in sql] == [
+        "SELECT CAST($1 AS BIGINT) + 1"
+    ] * 2
+
+
+def test_at_most_so_many_statements_are_prepared(
+    conn: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_pg_direct, "MOST_PREPARED", len(prepared(conn)) + 2)
+    for n in range(4):
+        for _ in range(_pg_direct.PREPARE_AT + 1):
+            assert conn.fetchone(f"SELECT ? + {n}", (1,)) == (1 + n,)
+    assert [sql for sql in prepared(conn) if "$1 +" in sql] == ["SELECT $1 + 0", "SELECT $1 + 1"]
+
+
+def test_no_row_is_none(conn: Any) -> None:
+    assert conn.fetchone("SELECT 1 WHERE ? = 2", (1,)) is None
+    assert conn.fetchone("DELETE FROM rewind_meta WHERE key = ?", ("nothing",)) is None
+    assert conn.fetchone("SELECT ?", ("still usable",)) == ("still usable",)
+
+
+@pytest.mark.parametrize(
+    ("sql", "params", "message"),
+    [
+        ("SELECT 1 / ?", (0,), "division by zero"),
+        ("SELECT * FROM rewind_missing WHERE x = ?", (1,), "rewind_missing"),
+        ("SELECT ?, ?", (1,), "bind message supplies 1 parameters"),
+        ("SELECT CAST(? AS INTEGER)", ("not a number",), "invalid input syntax"),
+        ("SELECT ?; SELECT 2", (1,), "multiple commands"),
+    ],
+)
+def test_a_refused_statement_is_a_storage_error(
+    conn: Any, sql: str, params: tuple[Any, ...], message: str
+) -> None:
+    for _ in range(_pg_direct.PREPARE_AT + 1):  # unnamed, then when preparing
+        with pytest.raises(rewinddb.RewindError) as info:
+            conn.fetchone(sql, params)
+        assert info.value.code == "storage" and message in info.value.message
+    assert conn.fetchone("SELECT ?", (1,)) == (1,)  # the connection is still usable
+
+
+def test_inside_a_transaction_it_reads_the_transactions_own_rows(conn: Any) -> None:
+    sql = "SELECT value FROM rewind_meta WHERE key = ?"
+    with pytest.raises(KeyError), conn.write():
+        conn.execute("INSERT INTO rewind_meta (key, value) VALUES (?, ?)", ("direct", "seen"))
+        assert conn.fetchone(sql, ("direct",)) == ("seen",)
+        raise KeyError("roll back")
+    assert conn.fetchone(sql, ("direct",)) is None
+
+
+def test_prepared_statements_outlive_a_rollback(conn: Any) -> None:
+    # psycopg's own preparing (off on these connections) would DEALLOCATE ALL after a
+    # ROLLBACK, the statements prepared here included.
+    for _ in range(_pg_direct.PREPARE_AT + 1):
+        assert conn.fetchone("SELECT ? + 1", (1,)) == (2,)
+    for _ in range(10):  # a statement psycopg would have prepared by now
+        conn.execute("SELECT value FROM rewind_meta WHERE key = ?", ("format",))
+    with pytest.raises(KeyError), conn.write():
+        raise KeyError("roll back")
+    assert conn.fetchone("SELECT ? + 1", (1,)) == (2,)
