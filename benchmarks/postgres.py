@@ -23,7 +23,7 @@ and exits 0 whatever the verdicts.
 The figures:
 
 1. concurrent writers: 1, 4 and 16 writer processes (spawned once, reused), each on its own
-   branch (forked from ``default`` beforehand), each making N single-write commits with
+   branch (forked from ``default`` beforehand), each making 1,000 single-write commits with
    rewinddb's default ``durability="normal"`` (``synchronous_commit = off`` on its
    connections; the baseline's connections set the same):
    ``view.events.append(type, ~200 B payload)`` and ``view.kv.put(key, ~200 B value)``;
@@ -97,7 +97,10 @@ class Sizes:
     """How much work each figure does; ``--quick`` shrinks everything."""
 
     writers: tuple[int, ...] = (1, 4, 16)
-    ops: int = 300  # commits per writer per run
+    # Commits per writer per run: at 300, a 16-writer run lasted about 0.6 s and its start
+    # (16 processes let go at once, cold caches) weighed on the figure; in 3 interleaved
+    # pairs events.append measured 0.46-0.50 of raw at 300 and 0.52-0.53 at 1,000.
+    ops: int = 1_000
     repeats: int = 5  # runs of each (writers, kind), interleaved
     warmup: int = 5  # commits per writer before the clock starts
     few_keys: int = 100  # keys on the small fork source
