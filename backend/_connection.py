@@ -96,7 +96,8 @@ class Connection:
     # -- what a backend provides ---------------------------------------------------
 
     def _run(self, sql: str, params: Params) -> Any:
-        """Execute one statement (``?`` placeholders) and return its cursor."""
+        """Execute one statement (``?`` placeholders) and return its rows: a cursor or a
+        list, iterated once."""
         raise NotImplementedError
 
     def _run_many(self, sql: str, rows: Sequence[Params]) -> None:
@@ -234,7 +235,7 @@ class Connection:
         return self._run(sql, params).fetchone()
 
     def fetchall(self, sql: str, params: Params = ()) -> list[Any]:
-        rows: list[Any] = self.execute(sql, params).fetchall()
+        rows: list[Any] = list(self.execute(sql, params))
         return rows
 
     def insert_id(self, sql: str, params: Params = ()) -> int:

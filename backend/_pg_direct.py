@@ -1,6 +1,7 @@
-"""One statement and its first row through libpq's blocking call, past psycopg's cursor.
+"""Statements sent with libpq's own calls, past psycopg's cursor: the PostgreSQL backend's
+way of running nearly everything.
 
-Every write routine call and every single-key read on PostgreSQL is a ``fetchone``. A
+Every write routine call and single-key read is one statement returning one row. A
 psycopg cursor runs each statement through its non-blocking wait loop and its per-query
 adaptation; with 16 writers on 2 cores, where a write is CPU-bound, that measured about
 70 us of client CPU per ``rewind_append_event`` call against about 33 us through
@@ -8,33 +9,42 @@ adaptation; with 16 writers on 2 cores, where a write is CPU-bound, that measure
 ``benchmarks/postgres.py`` at 16 writers, ``kv.put`` went from 0.55-0.57 of raw psycopg to
 0.67-0.69 and ``events.append`` from 0.38-0.46 to 0.47-0.51 (3 interleaved runs each).
 
-The parameters are sent with the types psycopg would give them (text as ``unknown``, the
-server infers it; an int as the smallest integer type that holds it); a parameter of any
-other Python type answers None from ``encode``, and the caller runs the statement the
-ordinary way. A statement run again is prepared on its connection, once for each set of
-parameter types, as psycopg would prepare it (the connection's psycopg preparing is off,
-see ``PostgresConnection._connect``). The row is decoded by psycopg's own loaders (binary
-format), so values come back as the same Python types. libpq releases the GIL while it
-waits; as in SQLite's busy wait, Ctrl-C is seen when the statement returns (at most
-``busy_timeout``).
+- A statement with parameters is sent with them typed as psycopg would type them (text as
+  ``unknown``, the server infers it; an int as the smallest integer type that holds it);
+  a parameter of any other Python type answers None from ``encode``, and the caller runs
+  the statement through psycopg. Run again on the connection, it is prepared there, once
+  for each set of parameter types.
+- Statements without parameters (transaction control, schema changes, ``BEGIN ...;
+  SELECT ...`` in one round trip) use the simple protocol. psycopg never sees them: its
+  own preparing (kept for ``executemany``) would DEALLOCATE ALL after a ROLLBACK, DROP
+  or ALTER it saw, the statements prepared here included.
+- Rows are decoded by psycopg's own loaders (its ``Transformer``), so values come back as
+  the same Python types; a result's rows are decoded as they are read.
+
+libpq releases the GIL while it waits; as in SQLite's busy wait, Ctrl-C is seen when the
+statement returns (at most ``busy_timeout``).
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import psycopg
+from psycopg import abc, pq
 from psycopg import errors as pg_errors
-from psycopg import pq
+from psycopg.adapt import Transformer
 
 _TEXT, _BINARY = pq.Format.TEXT, pq.Format.BINARY
 _UNKNOWN_OID, _BOOL_OID, _BYTEA_OID = 0, 16, 17
 _INT_OIDS = ((1 << 15, 21), (1 << 31, 23), (1 << 63, 20))  # int2, int4, int8
 _NUMERIC_OID = 1700
 _PLACEHOLDER = re.compile(r"\?")
+_CHUNK = 1000  # rows decoded at a time
+#: One statement that reads or writes rows (no ``;``): worth preparing, parameters or not.
+_DATA_STATEMENT = re.compile(r"\s*(?:SELECT|INSERT|UPDATE|DELETE|WITH)\b[^;]*\Z", re.IGNORECASE)
 #: A statement run this often on a connection (with the same parameter types) is prepared
 #: there: parsing and planning ``SELECT * FROM routine($1, ...)`` on every call measured
 #: about 20 us more server CPU per append (of about 75).
@@ -67,6 +77,15 @@ def _error(result: pq.abc.PGresult, encoding: str) -> psycopg.Error:
         return psycopg.DatabaseError(text)
 
 
+def _decoded(transformer: abc.Transformer, result: pq.abc.PGresult) -> Iterator[tuple[Any, ...]]:
+    """The rows of ``result``, decoded by psycopg's loaders a chunk at a time (an export
+    reads millions)."""
+    transformer.set_pgresult(result)
+    count = result.ntuples
+    for start in range(0, count, _CHUNK):
+        yield from transformer.load_rows(start, min(start + _CHUNK, count), tuple)
+
+
 class DirectStatements:
     """``fetchone`` for one psycopg connection (made again when it is replaced)."""
 
@@ -76,7 +95,14 @@ class DirectStatements:
         self._queries: dict[str, bytes] = {}
         self._runs: dict[tuple[str, tuple[int, ...]], int] = {}
         self._prepared: dict[tuple[str, tuple[int, ...]], bytes] = {}
-        self._loaders: dict[int, Callable[[bytes], Any]] = {}
+        #: Decodes ``fetchone``'s row (``rows`` makes one per result: they are read later).
+        self._transformer = Transformer(raw)
+
+    @staticmethod
+    def is_data_statement(sql: str) -> bool:
+        """``sql`` is one statement that reads or writes rows: sent with ``rows`` (and
+        prepared when run again), where anything else goes by ``script``."""
+        return _DATA_STATEMENT.match(sql) is not None
 
     def encode(self, params: Sequence[Any]) -> Encoded | None:
         """``params`` as libpq takes them, or None if one is of a type not handled here."""
@@ -110,8 +136,28 @@ class DirectStatements:
         return values, oids, formats
 
     def fetchone(self, sql: str, params: Encoded) -> tuple[Any, ...] | None:
-        """The first row of ``sql`` (``?`` placeholders), or None if it has none; a
-        failure raises the psycopg error. The caller serialises use of the connection."""
+        """The first row of ``sql`` (one statement, ``?`` placeholders), or None if it has
+        none; a failure raises the psycopg error. The caller serialises use of the
+        connection (as for every method here)."""
+        result = self._checked(self._execute(sql, params))
+        if result is None or not result.ntuples:
+            return None
+        self._transformer.set_pgresult(result)
+        return self._transformer.load_row(0, tuple)
+
+    def rows(self, sql: str, params: Encoded) -> Iterator[tuple[Any, ...]]:
+        """The rows of ``sql`` (one statement, ``?`` placeholders), decoded as they are
+        read (the result itself is already here: the connection is free)."""
+        return self._rows(self._execute(sql, params))
+
+    def script(self, sql: str) -> Iterator[tuple[Any, ...]]:
+        """Statements without parameters, several allowed (``BEGIN ...; SELECT ...``): the
+        last one's rows."""
+        with self._raw.lock:
+            result = self._raw.pgconn.exec_(sql.encode(self._encoding))
+        return self._rows(result)
+
+    def _execute(self, sql: str, params: Encoded) -> pq.abc.PGresult:
         query = self._queries.get(sql)
         if query is None:
             numbers = itertools.count(1)
@@ -125,10 +171,9 @@ class DirectStatements:
             if name is None:
                 name = self._prepare(pgconn, key, query, oids)
             if name is None:
-                result = pgconn.exec_params(query, values, oids, formats, _BINARY)
-            else:  # a None value is NULL there too (psycopg's stub leaves it out)
-                result = pgconn.exec_prepared(name, values, formats, _BINARY)  # type: ignore[arg-type]
-        return self._row(result)
+                return pgconn.exec_params(query, values, oids, formats, _BINARY)
+            # a None value is NULL there too (psycopg's stub leaves it out)
+            return pgconn.exec_prepared(name, values, formats, _BINARY)  # type: ignore[arg-type]
 
     def _prepare(
         self, pgconn: pq.abc.PGconn, key: tuple[str, tuple[int, ...]], query: bytes, oids: list[int]
@@ -145,25 +190,18 @@ class DirectStatements:
         self._prepared[key] = name
         return name
 
-    def _row(self, result: pq.abc.PGresult) -> tuple[Any, ...] | None:
+    def _checked(self, result: pq.abc.PGresult) -> pq.abc.PGresult | None:
+        """``result`` if it has rows, None if the statement returns none (as SQLite's
+        cursor has none); a failure is raised."""
         status = result.status
-        if status == pq.ExecStatus.COMMAND_OK:  # no rows: as SQLite's cursor answers
+        if status == pq.ExecStatus.TUPLES_OK:
+            return result
+        if status == pq.ExecStatus.COMMAND_OK:
             return None
-        if status != pq.ExecStatus.TUPLES_OK:
-            raise _error(result, self._encoding)
-        if not result.ntuples:
-            return None
-        row = []
-        for column in range(result.nfields):
-            data = result.get_value(0, column)
-            row.append(None if data is None else self._loader(result.ftype(column))(data))
-        return tuple(row)
+        raise _error(result, self._encoding)
 
-    def _loader(self, oid: int) -> Callable[[bytes], Any]:
-        load = self._loaders.get(oid)
-        if load is None:
-            adapters = self._raw.adapters
-            loader = adapters.get_loader(oid, _BINARY) or adapters.get_loader(0, _BINARY)
-            assert loader is not None  # psycopg registers a loader for unknown types
-            load = self._loaders[oid] = loader(oid, self._raw).load
-        return load
+    def _rows(self, result: pq.abc.PGresult) -> Iterator[tuple[Any, ...]]:
+        checked = self._checked(result)  # now, not when the rows are first read
+        if checked is None:
+            return iter(())
+        return _decoded(Transformer(self._raw), checked)

@@ -114,9 +114,6 @@ class PostgresConnection(Connection):
         raw.execute("SET default_transaction_isolation = 'read committed'")
         if self.readonly:
             raw.execute("SET default_transaction_read_only = on")
-        # Statements are prepared by DirectStatements alone: psycopg's own preparing would
-        # DEALLOCATE ALL after any ROLLBACK, theirs included.
-        raw.prepare_threshold = None
         self._raw = raw
         self._direct = DirectStatements(raw)
 
@@ -161,13 +158,21 @@ class PostgresConnection(Connection):
         return RewindError(f"PostgreSQL failed: {str(error).strip()}", code="storage")
 
     def _run(self, sql: str, params: Params) -> Any:
-        return self._execute(sql, params)
+        with self.lock:
+            direct = self._direct_statements()
+            try:
+                if not params and not direct.is_data_statement(sql):
+                    return direct.script(sql)
+                encoded = direct.encode(params)
+                if encoded is not None:
+                    return direct.rows(sql, encoded)
+            except psycopg.Error as error:
+                raise self._refused(error) from error
+            return self._execute(sql, params)  # a parameter only psycopg adapts
 
     def _run_one(self, sql: str, params: Params) -> Any:
         with self.lock:
-            self._usable()
-            direct = self._direct
-            assert direct is not None  # made with every connection
+            direct = self._direct_statements()
             encoded = direct.encode(params)
             if encoded is None:  # a parameter only psycopg adapts
                 return self._execute(sql, params).fetchone()
@@ -176,13 +181,18 @@ class PostgresConnection(Connection):
             except psycopg.Error as error:
                 raise self._refused(error) from error
 
+    def _direct_statements(self) -> DirectStatements:
+        """The live connection's ``DirectStatements`` (a lost connection is replaced)."""
+        self._usable()
+        direct = self._direct
+        assert direct is not None  # made with every connection
+        return direct
+
     def _execute(self, sql: str, params: Params) -> Any:
         """``sql`` run by psycopg (its cursor, with the rows)."""
         raw = self._usable()
         try:
-            if params:
-                return raw.execute(self._translate(sql), params)
-            return raw.execute(sql)
+            return raw.execute(self._translate(sql), params)
         except psycopg.Error as error:
             raise self._refused(error) from error
 
@@ -230,13 +240,15 @@ class PostgresConnection(Connection):
                     "nothing of the transaction was written; the next call reconnects"
                 )
             return  # the server rolled it back when the connection went
+        assert self._direct is not None  # made with every connection
+        script = self._direct.script
         try:
-            raw.execute("COMMIT" if commit else "ROLLBACK")
+            script("COMMIT" if commit else "ROLLBACK")
         except psycopg.Error as error:
             if not commit:
                 return
             if not raw.closed and not raw.broken:
-                raw.execute("ROLLBACK")
+                script("ROLLBACK")
             raise self._failed(error, committing=True) from error
 
     def _close(self) -> None:

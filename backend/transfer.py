@@ -167,12 +167,10 @@ def export_jsonl(
                     b'{"type":"items","array":%d,"start":%d,"items":[%s]}\n'
                     % (seq, start, b",".join(items)),
                 )
-        for row in _rows(
-            conn.execute(
-                "SELECT version, branch_id, ts, trigger, message, merge_branch_id, merge_version "
-                f"FROM rewind_commits WHERE branch_id IN ({marks}) ORDER BY version",
-                params,
-            )
+        for row in conn.execute(
+            "SELECT version, branch_id, ts, trigger, message, merge_branch_id, merge_version "
+            f"FROM rewind_commits WHERE branch_id IN ({marks}) ORDER BY version",
+            params,
         ):
             version, branch_id, ts, trigger, message, merge_branch, merge_version = row
             if merge_branch not in ids:  # merged from a branch this export leaves out
@@ -192,13 +190,11 @@ def export_jsonl(
                     }
                 ),
             )
-        for row in _rows(
-            conn.execute(
-                "SELECT branch_id, space, key, version, kind, body, refs, trigger FROM "
-                f"rewind_entries WHERE branch_id IN ({marks}) ORDER BY version, branch_id, space, "
-                "key",
-                params,
-            )
+        for row in conn.execute(
+            "SELECT branch_id, space, key, version, kind, body, refs, trigger FROM "
+            f"rewind_entries WHERE branch_id IN ({marks}) ORDER BY version, branch_id, space, "
+            "key",
+            params,
         ):
             branch_id, space, key, version, kind, body, refs, trigger = row
             record = {
@@ -218,13 +214,11 @@ def export_jsonl(
                 if kind == KIND_BYTES:
                     record["value"] = base64.b64encode(bytes(body)).decode()
                 emit("entry", _line(record))
-        for row in _rows(
-            conn.execute(
-                "SELECT branch_id, sequence, version, event_type, ts, hash, origin_branch_id, "
-                f"origin_sequence, payload FROM rewind_events WHERE branch_id IN ({marks}) "
-                "ORDER BY version, branch_id, sequence",
-                params,
-            )
+        for row in conn.execute(
+            "SELECT branch_id, sequence, version, event_type, ts, hash, origin_branch_id, "
+            f"origin_sequence, payload FROM rewind_events WHERE branch_id IN ({marks}) "
+            "ORDER BY version, branch_id, sequence",
+            params,
         ):
             branch_id, sequence, version, event_type, ts, digest, origin, origin_seq, payload = row
             emit(
@@ -250,12 +244,6 @@ def export_jsonl(
     return result
 
 
-def _rows(cursor: Any) -> Iterator[tuple[Any, ...]]:
-    """Stream a cursor's rows in batches instead of loading them all."""
-    while batch := cursor.fetchmany(1000):
-        yield from batch
-
-
 def _exported_branch_ids(engine: Engine, names: Sequence[str] | None) -> set[int]:
     if names is None:
         return {row[0] for row in engine.conn.fetchall("SELECT id FROM rewind_branches")}
@@ -273,11 +261,9 @@ def _exported_arrays(
     use, with their bases, oldest first. Only the items exported entries can see are
     needed: another branch's later items in a shared array stay out of the file."""
     needed: dict[int, int] = {}
-    for (refs,) in _rows(
-        engine.conn.execute(
-            f"SELECT refs FROM rewind_entries WHERE refs IS NOT NULL AND branch_id IN ({marks})",
-            params,
-        )
+    for (refs,) in engine.conn.execute(
+        f"SELECT refs FROM rewind_entries WHERE refs IS NOT NULL AND branch_id IN ({marks})",
+        params,
     ):
         for _, seq, length in orjson.loads(bytes(refs)):
             needed[seq] = max(needed.get(seq, 0), length)
@@ -300,11 +286,9 @@ def _item_chunks(engine: Engine, seq: int, end: int) -> Iterator[tuple[int, list
     """The array's own items below ``end``, a line's worth at a time."""
     chunk: list[bytes] = []
     start = None
-    for idx, item in _rows(
-        engine.conn.execute(
-            "SELECT idx, item FROM rewind_seq_items WHERE seq_id = ? AND idx < ? ORDER BY idx",
-            (seq, end),
-        )
+    for idx, item in engine.conn.execute(
+        "SELECT idx, item FROM rewind_seq_items WHERE seq_id = ? AND idx < ? ORDER BY idx",
+        (seq, end),
     ):
         if start is None:
             start = idx

@@ -144,12 +144,55 @@ def test_inside_a_transaction_it_reads_the_transactions_own_rows(conn: Any) -> N
 
 
 def test_prepared_statements_outlive_a_rollback(conn: Any) -> None:
-    # psycopg's own preparing (off on these connections) would DEALLOCATE ALL after a
-    # ROLLBACK, the statements prepared here included.
+    # psycopg prepares what it runs often (here: executemany) and would DEALLOCATE ALL,
+    # the statements prepared here included, after a ROLLBACK it saw: transaction control
+    # goes past it.
+    sql = "INSERT INTO rewind_meta (key, value) VALUES (?, ?)"
     for _ in range(_pg_direct.PREPARE_AT + 1):
         assert conn.fetchone("SELECT ? + 1", (1,)) == (2,)
-    for _ in range(10):  # a statement psycopg would have prepared by now
-        conn.execute("SELECT value FROM rewind_meta WHERE key = ?", ("format",))
     with pytest.raises(KeyError), conn.write():
+        for batch in range(10):
+            conn.executemany(sql, [(f"k{batch}-{n}", "v") for n in range(3)])
         raise KeyError("roll back")
     assert conn.fetchone("SELECT ? + 1", (1,)) == (2,)
+    with conn.write():
+        conn.executemany(sql, [("kept", "v")])
+    assert conn.fetchone("SELECT count(*) FROM rewind_meta WHERE key LIKE ?", ("k%",)) == (1,)
+
+
+def test_every_row_of_a_statement_is_read(conn: Any) -> None:
+    sql = "SELECT n, CAST(n AS TEXT), NULL FROM generate_series(1, ?) AS n"
+    for count in (0, 1, 2500):
+        for _ in range(_pg_direct.PREPARE_AT + 1):
+            rows = conn.fetchall(sql, (count,))
+            assert rows == [(n, str(n), None) for n in range(1, count + 1)]
+    assert conn.fetchall("DELETE FROM rewind_meta WHERE key = ?", ("nothing",)) == []
+
+
+def test_statements_without_parameters_may_be_several(conn: Any) -> None:
+    # the simple protocol (BEGIN and the write lock in one round trip): the last one's rows
+    assert conn.fetchall("SELECT 1; SELECT 2, 'two'") == [(2, "two")]
+    assert conn.fetchall("SET LOCAL work_mem = '8MB'") == []
+    with pytest.raises(rewinddb.RewindError) as info:
+        conn.fetchall("SELECT 1; SELECT 1 / 0")
+    assert info.value.code == "storage" and "division by zero" in info.value.message
+
+
+def test_a_statement_without_parameters_is_prepared_if_it_reads_or_writes_rows(
+    conn: Any,
+) -> None:
+    for sql in ("SELECT count(*) FROM rewind_branches", "select 41 + 1", "SET work_mem = '8MB'"):
+        for _ in range(_pg_direct.PREPARE_AT + 1):
+            conn.fetchall(sql)
+    assert [
+        sql for sql in prepared(conn) if "count(*) FROM rewind_branches" in sql or "41" in sql
+    ] == [
+        "SELECT count(*) FROM rewind_branches",
+        "select 41 + 1",
+    ]
+    assert not [sql for sql in prepared(conn) if "work_mem" in sql]
+
+
+def test_rows_with_parameters_only_psycopg_adapts(conn: Any) -> None:
+    sql = "SELECT ? * n FROM generate_series(1, 3) AS n"
+    assert conn.fetchall(sql, (1.5,)) == [(1.5,), (3.0,), (4.5,)]

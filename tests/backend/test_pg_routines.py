@@ -308,13 +308,13 @@ def test_threads_sharing_one_connection_each_read_their_own_row(
     # each row is read gives the other threads every chance to run theirs in between.
     from rewinddb._pg_direct import DirectStatements
 
-    read_row = DirectStatements._row
+    checked = DirectStatements._checked
 
-    def slow_row(direct: DirectStatements, result: Any) -> Any:
+    def slow_checked(direct: DirectStatements, result: Any) -> Any:
         time.sleep(0.0005)
-        return read_row(direct, result)
+        return checked(direct, result)
 
-    monkeypatch.setattr(DirectStatements, "_row", slow_row)
+    monkeypatch.setattr(DirectStatements, "_checked", slow_checked)
     conn = pg._engine.conn
     failures: list[tuple[int, Any]] = []
 
