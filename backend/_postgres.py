@@ -13,15 +13,16 @@ only how a transaction starts and how the connection is kept:
   measured about 20% more commits/s, and it is per schema, not per server database.
 - A write that is a transaction of its own is one call of a server routine
   (``_pg_routines``), which takes the same lock.
-- A statement whose one row is all that is read (``fetchone``: every routine call) is
-  sent with libpq's blocking call (``_pg_direct``), under the connection's lock.
+- Statements are sent with libpq's own calls (``_pg_direct``), under the connection's
+  lock, and prepared when run again; psycopg runs only ``executemany`` and statements
+  with a parameter only it adapts.
 - Reads inside ``db.read()`` and every snapshot run in one REPEATABLE READ, READ ONLY
   transaction.
 - A lost connection fails the call in progress with ``connection_lost`` (a transaction
   that was open is not committed: PostgreSQL rolls it back); the next call reconnects.
 
-Statements are written with ``?`` placeholders; they are translated to psycopg's ``%s``
-once per distinct statement.
+Statements are written with ``?`` placeholders; they are translated to libpq's ``$1``
+(or psycopg's ``%s``) once per distinct statement.
 """
 
 from __future__ import annotations
