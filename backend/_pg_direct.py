@@ -87,7 +87,8 @@ def _decoded(transformer: abc.Transformer, result: pq.abc.PGresult) -> Iterator[
 
 
 class DirectStatements:
-    """``fetchone`` for one psycopg connection (made again when it is replaced)."""
+    """The statements of one psycopg connection, sent past its cursors (made again with
+    every new connection: prepared statements belong to one)."""
 
     def __init__(self, raw: psycopg.Connection[Any]) -> None:
         self._raw = raw
