@@ -21,8 +21,10 @@ adaptation; with 16 writers on 2 cores, where a write is CPU-bound, that measure
 - Rows are decoded by psycopg's own loaders (its ``Transformer``), so values come back as
   the same Python types; a result's rows are decoded as they are read.
 
-libpq releases the GIL while it waits; as in SQLite's busy wait, Ctrl-C is seen when the
-statement returns (at most ``busy_timeout``).
+libpq releases the GIL while it waits. As in SQLite's busy wait, Ctrl-C is seen when the
+statement returns (a wait for the write lock ends at ``busy_timeout``), so a write of its
+own that was interrupted may have been carried out; a transaction interrupted so is
+rolled back (``PostgresConnection._begin``, ``Connection.write``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ _PLACEHOLDER = re.compile(r"\?")
 _CHUNK = 1000  # rows decoded at a time
 #: One statement that reads or writes rows (no ``;``): worth preparing, parameters or not.
 _DATA_STATEMENT = re.compile(r"\s*(?:SELECT|INSERT|UPDATE|DELETE|WITH)\b[^;]*\Z", re.IGNORECASE)
+_SCHEMA_CHANGE = re.compile(r"\s*(?:CREATE|ALTER|DROP)\b", re.IGNORECASE)
 #: A statement run this often on a connection (with the same parameter types) is prepared
 #: there: parsing and planning ``SELECT * FROM routine($1, ...)`` on every call measured
 #: about 20 us more server CPU per append (of about 75).
@@ -64,23 +67,22 @@ def _int_oid(value: int) -> int:
 
 
 def _error(result: pq.abc.PGresult, encoding: str) -> psycopg.Error:
-    """The failed statement's error as the psycopg exception psycopg would raise."""
-    field = result.error_field
-    message = field(pq.DiagnosticField.MESSAGE_PRIMARY) or result.error_message
-    text = bytes(message).decode(encoding, "replace")
-    state = field(pq.DiagnosticField.SQLSTATE)
+    """The failed statement's error as psycopg would raise it: its class, its message
+    (with the server's DETAIL and HINT) and its ``diag``."""
+    message = result.get_error_message(encoding)
+    state = result.error_field(pq.DiagnosticField.SQLSTATE)
     if not state:  # no answer from the server: the connection went
-        return psycopg.OperationalError(text)
+        return psycopg.OperationalError(message, info=result, encoding=encoding)
     try:
-        return pg_errors.lookup(bytes(state).decode())(text)
+        kind = pg_errors.lookup(bytes(state).decode())
     except KeyError:
-        return psycopg.DatabaseError(text)
+        kind = psycopg.DatabaseError
+    return kind(message, info=result, encoding=encoding)
 
 
 def _decoded(transformer: abc.Transformer, result: pq.abc.PGresult) -> Iterator[tuple[Any, ...]]:
-    """The rows of ``result``, decoded by psycopg's loaders a chunk at a time (an export
-    reads millions)."""
-    transformer.set_pgresult(result)
+    """The rows of ``result`` (``transformer`` set to it), decoded by psycopg's loaders a
+    chunk at a time (an export reads millions)."""
     count = result.ntuples
     for start in range(0, count, _CHUNK):
         yield from transformer.load_rows(start, min(start + _CHUNK, count), tuple)
@@ -96,6 +98,8 @@ class DirectStatements:
         self._queries: dict[str, bytes] = {}
         self._runs: dict[tuple[str, tuple[int, ...]], int] = {}
         self._prepared: dict[tuple[str, tuple[int, ...]], bytes] = {}
+        #: Names are never reused: one prepared by an interrupted call may exist unrecorded.
+        self._names = itertools.count()
         #: Decodes ``fetchone``'s row (``rows`` makes one per result: they are read later).
         self._transformer = Transformer(raw)
 
@@ -117,6 +121,8 @@ class DirectStatements:
                 oids.append(_UNKNOWN_OID)
                 formats.append(_TEXT)
             elif kind is str:
+                if "\x00" in value:  # libpq would cut it there; psycopg refuses it
+                    return None
                 values.append(value.encode(self._encoding))
                 oids.append(_UNKNOWN_OID)
                 formats.append(_TEXT)
@@ -156,6 +162,11 @@ class DirectStatements:
         last one's rows."""
         with self._raw.lock:
             result = self._raw.pgconn.exec_(sql.encode(self._encoding))
+        if _SCHEMA_CHANGE.match(sql) and result.status == pq.ExecStatus.COMMAND_OK:
+            # A plan prepared before may no longer fit (a table's columns, a routine's
+            # result): prepare again, under new names.
+            self._runs.clear()
+            self._prepared.clear()
         return self._rows(result)
 
     def _execute(self, sql: str, params: Encoded) -> pq.abc.PGresult:
@@ -183,7 +194,7 @@ class DirectStatements:
         runs = self._runs[key] = self._runs.get(key, 0) + 1
         if runs < PREPARE_AT or len(self._prepared) >= MOST_PREPARED:
             return None
-        name = b"rewind_%d" % len(self._prepared)
+        name = b"rewind_%d" % next(self._names)
         result = pgconn.prepare(name, query, oids)
         if result.status != pq.ExecStatus.COMMAND_OK:
             raise _error(result, self._encoding)
@@ -205,4 +216,6 @@ class DirectStatements:
         checked = self._checked(result)  # now, not when the rows are first read
         if checked is None:
             return iter(())
-        return _decoded(Transformer(self._raw), checked)
+        transformer = Transformer(self._raw)
+        transformer.set_pgresult(checked)  # its loaders now, under the caller's lock
+        return _decoded(transformer, checked)

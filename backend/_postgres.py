@@ -214,21 +214,22 @@ class PostgresConnection(Connection):
     # -- transactions ----------------------------------------------------------------
 
     def _begin(self, *, write: bool) -> None:
-        if not write:
-            self._run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", ())
-            return
+        # Anything raised once BEGIN has run (a Ctrl-C the moment libpq returns included)
+        # rolls the transaction back: the caller never saw it start.
         try:
-            if self.schema_ready:  # one round trip: the transaction and the write lock
+            if not write:
+                self._run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", ())
+            elif self.schema_ready:  # one round trip: the transaction and the write lock
                 self._run(f"BEGIN ISOLATION LEVEL READ COMMITTED; {WRITE_LOCK}", ())
-                return
-            self._run(
-                "BEGIN ISOLATION LEVEL READ COMMITTED; "
-                f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK_KEY})",
-                (),
-            )
-            if self._has_meta():  # a migration: writers of the current schema wait too
-                self._run(WRITE_LOCK, ())
-        except RewindError:
+            else:
+                self._run(
+                    "BEGIN ISOLATION LEVEL READ COMMITTED; "
+                    f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK_KEY})",
+                    (),
+                )
+                if self._has_meta():  # a migration: writers of the current schema wait too
+                    self._run(WRITE_LOCK, ())
+        except BaseException:
             self._end(commit=False)
             raise
 

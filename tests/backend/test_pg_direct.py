@@ -101,7 +101,7 @@ def test_a_statement_run_again_is_prepared_once_for_each_set_of_parameter_types(
 def test_at_most_so_many_statements_are_prepared(
     conn: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_pg_direct, "MOST_PREPARED", len(prepared(conn)) + 2)
+    monkeypatch.setattr(_pg_direct, "MOST_PREPARED", len(conn._direct._prepared) + 2)
     for n in range(4):
         for _ in range(_pg_direct.PREPARE_AT + 1):
             assert conn.fetchone(f"SELECT ? + {n}", (1,)) == (1 + n,)
@@ -196,3 +196,97 @@ def test_a_statement_without_parameters_is_prepared_if_it_reads_or_writes_rows(
 def test_rows_with_parameters_only_psycopg_adapts(conn: Any) -> None:
     sql = "SELECT ? * n FROM generate_series(1, 3) AS n"
     assert conn.fetchall(sql, (1.5,)) == [(1.5,), (3.0,), (4.5,)]
+
+
+def test_an_error_keeps_the_servers_detail_and_diagnostics(conn: Any) -> None:
+    for _ in range(_pg_direct.PREPARE_AT + 1):
+        with pytest.raises(rewinddb.RewindError) as info:
+            conn.fetchone("INSERT INTO rewind_meta (key, value) VALUES (?, ?)", ("format", "x"))
+        assert "DETAIL:  Key (key)=(format) already exists" in info.value.message
+        cause = info.value.__cause__
+        assert isinstance(cause, psycopg.errors.UniqueViolation)
+        assert cause.diag.sqlstate == "23505" and cause.diag.constraint_name == "rewind_meta_pkey"
+
+
+def test_a_nul_in_text_is_refused_as_psycopg_refuses_it(conn: Any) -> None:
+    with pytest.raises(rewinddb.RewindError, match="NUL") as info:
+        conn.fetchone("SELECT ?", ("a\x00b",))
+    assert info.value.code == "storage"
+    assert conn.fetchone("SELECT ?", ("a",)) == ("a",)
+
+
+def test_a_schema_change_prepares_statements_again(conn: Any) -> None:
+    conn.execute("CREATE TABLE rewind_scratch (a bigint)")
+    conn.execute("INSERT INTO rewind_scratch VALUES (?)", (1,))
+    for _ in range(_pg_direct.PREPARE_AT + 1):
+        assert conn.fetchall("SELECT * FROM rewind_scratch WHERE a = ?", (1,)) == [(1,)]
+    conn.execute("ALTER TABLE rewind_scratch ADD COLUMN b text DEFAULT 'x'")
+    assert conn.fetchall("SELECT * FROM rewind_scratch WHERE a = ?", (1,)) == [(1, "x")]
+
+
+class _Interrupting:
+    """A libpq connection whose next ``prepare`` is interrupted the moment it returns, as
+    a Ctrl-C is seen when libpq's blocking call gives Python the hand back."""
+
+    def __init__(self, pgconn: Any) -> None:
+        self._pgconn = pgconn
+        self.interrupted = False
+
+    def prepare(self, *args: Any) -> Any:
+        result = self._pgconn.prepare(*args)
+        if not self.interrupted:
+            self.interrupted = True
+            raise KeyboardInterrupt
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pgconn, name)
+
+
+def test_a_prepare_interrupted_after_the_server_made_it_leaves_the_connection_usable(
+    conn: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    raw = conn._raw
+    real = raw.pgconn
+    interrupting = _Interrupting(real)
+    execute = _pg_direct.DirectStatements._execute
+
+    def execute_interrupting(direct: Any, sql: str, params: Any) -> Any:
+        raw.pgconn = interrupting  # only while the statement is sent
+        try:
+            return execute(direct, sql, params)
+        finally:
+            raw.pgconn = real
+
+    monkeypatch.setattr(_pg_direct.DirectStatements, "_execute", execute_interrupting)
+    with pytest.raises(KeyboardInterrupt):
+        for _ in range(_pg_direct.PREPARE_AT):
+            conn.fetchone("SELECT ? + 2", (1,))
+    assert interrupting.interrupted
+    for n in (2, 3, 4):  # the statement again, then new ones: their names are free
+        for _ in range(_pg_direct.PREPARE_AT + 1):
+            assert conn.fetchone(f"SELECT ? + {n}", (1,)) == (1 + n,)
+
+
+def test_a_ctrl_c_just_after_begin_leaves_no_transaction_open(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = _pg_direct.DirectStatements.script
+
+    def interrupted_begin(direct: Any, sql: str) -> Any:
+        rows = script(direct, sql)
+        if sql.startswith("BEGIN"):
+            raise KeyboardInterrupt
+        return rows
+
+    with rewinddb.open(postgres_url) as db, rewinddb.open(postgres_url) as other:
+        with monkeypatch.context() as patch:
+            patch.setattr(_pg_direct.DirectStatements, "script", interrupted_begin)
+            with pytest.raises(KeyboardInterrupt), db.transaction():
+                db.kv.put("never", 1)
+            with pytest.raises(KeyboardInterrupt), db.read():
+                pass
+        raw = db._engine.conn._raw
+        assert raw.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        db.kv.put("x", 1)  # a write of its own, committed: the other connection sees it
+        assert other.kv.get("x") == 1 and other.kv.get("never") is None
