@@ -96,8 +96,8 @@ class Connection:
     # -- what a backend provides ---------------------------------------------------
 
     def _run(self, sql: str, params: Params) -> Any:
-        """Execute one statement (``?`` placeholders) and return its rows: a cursor or a
-        list, iterated once."""
+        """Execute one statement (``?`` placeholders) and return its rows, to be read once
+        (a cursor, or an iterator)."""
         raise NotImplementedError
 
     def _run_many(self, sql: str, rows: Sequence[Params]) -> None:
