@@ -85,6 +85,10 @@ class Connection:
         #: that starts then rolls back to it too instead of setting its own.
         self._fresh_savepoint: str | None = None
         self._reading = False  # the open transaction is a snapshot (read-only)
+        #: The open write transaction gives inner levels savepoints (``write()``).
+        self._savepoints = True
+        #: An inner level of a transaction without savepoints failed: it must roll back.
+        self._doomed = False
         self._closed = False
         #: Called after a transaction rolls back (caches of rows it wrote are stale).
         self.rolled_back: list[Callable[[], None]] = []
@@ -264,7 +268,7 @@ class Connection:
                 self._end(commit=True)
 
     @contextmanager
-    def write(self) -> Iterator[None]:
+    def write(self, *, savepoints: bool = True) -> Iterator[None]:
         """An atomic write: the outermost level is a transaction, inner ones savepoints.
 
         Any exception rolls back this level completely, so a refused write inside a
@@ -272,6 +276,10 @@ class Connection:
         statement has run since the newest savepoint shares it (rolling back to it undoes
         this level's statements and nothing else): a write inside a ``transaction()``
         inside ``db.atomic()`` costs one savepoint, not two.
+
+        ``savepoints=False`` (the outermost level's choice) gives inner levels none: an
+        exception in one then dooms the whole transaction, which rolls back at its end
+        even if the exception was caught inside (and says so with ``transaction.aborted``).
         """
         with self.lock:
             self.check_open()
@@ -284,10 +292,15 @@ class Connection:
                     code="invalid.transaction",
                 )
             depth = self._depth
+            if depth and self._doomed:
+                raise _aborted()
             savepoint, own = self._fresh_savepoint, False
             if depth == 0:
                 self._begin(write=True)
                 savepoint = self._fresh_savepoint = None
+                self._savepoints, self._doomed = savepoints, False
+            elif not self._savepoints:
+                savepoint = None
             elif savepoint is None:
                 savepoint, own = f"rw{depth}", True
                 self._run(f"SAVEPOINT {savepoint}", ())
@@ -300,6 +313,9 @@ class Connection:
                 if depth == 0:
                     self._fresh_savepoint = None
                     self._end(commit=False)
+                elif savepoint is None:  # no savepoint: the transaction's end rolls back
+                    self._doomed = True
+                    raise
                 else:
                     self._run(f"ROLLBACK TO SAVEPOINT {savepoint}", ())
                     if own:
@@ -313,6 +329,11 @@ class Connection:
             self._depth -= 1
             self._fresh_savepoint = None
             if depth == 0:
+                if self._doomed:
+                    self._end(commit=False)
+                    for callback in self.rolled_back:
+                        callback()
+                    raise _aborted()
                 try:
                     self._end(commit=True)
                 except RewindError:  # the commit failed: nothing was written
@@ -439,6 +460,14 @@ class SQLiteConnection(Connection):
     def contains_text(self, column: str, *, binary: bool = False) -> str:
         text = f"CAST({column} AS TEXT)" if binary else column
         return f"{text} LIKE ? ESCAPE '\\'"
+
+
+def _aborted() -> RewindError:
+    return RewindError(
+        "a write inside this transaction failed, and a transaction without savepoints "
+        "cannot undo one write alone: everything it wrote was rolled back",
+        code="transaction.aborted",
+    )
 
 
 def is_busy(error: sqlite3.Error) -> bool:

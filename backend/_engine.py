@@ -446,11 +446,12 @@ class Engine:
             group.entry_trigger = saved[-1]
 
     @contextmanager
-    def atomic(self) -> Iterator[None]:
+    def atomic(self, *, savepoints: bool = True) -> Iterator[None]:
         """Writes inside commit together (``db.atomic()``): the outermost block is a
-        transaction, an inner one a savepoint; when it rolls back inside an open
-        ``transaction()``, that transaction forgets what the block wrote."""
-        with self.conn.write():
+        transaction, an inner one a savepoint (none with ``savepoints=False``: see
+        ``Connection.write``); when it rolls back inside an open ``transaction()``, that
+        transaction forgets what the block wrote."""
+        with self.conn.write(savepoints=savepoints):
             group = self._group
             if group is None:
                 yield

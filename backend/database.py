@@ -220,13 +220,20 @@ class Database(_Primitives):
             yield
 
     @contextmanager
-    def atomic(self) -> Iterator[None]:
+    def atomic(self, *, savepoints: bool = True) -> Iterator[None]:
         """Make every write inside the block, on any branches (forks and deletes too),
         commit together or not at all: each write or ``transaction()`` still takes its own
         version, in order, but no reader and no crash ever sees some of them without the
         others. An exception inside rolls all of them back. The block holds the write
-        lock (other writers wait), so keep it short."""
-        with self._engine.atomic():
+        lock (other writers wait), so keep it short.
+
+        A write that fails inside is undone on its own (a savepoint), so the block may
+        catch the error and go on. ``savepoints=False`` saves those statements for code
+        that never does: a failed write inside then rolls back the whole block at its end,
+        even if caught (``RewindError``, code ``transaction.aborted``). Only the outermost
+        block chooses."""
+        check_flag(savepoints, "savepoints")
+        with self._engine.atomic(savepoints=savepoints):
             yield
 
     # -- views and history -------------------------------------------------------

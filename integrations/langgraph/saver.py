@@ -245,8 +245,9 @@ class RewindSaver(BaseCheckpointSaver[str]):
     def _writing(self) -> Iterator[None]:
         """One saver write: its checkpoint, events, forks and index entries commit
         together or not at all (``db.atomic()``), so a crash, or another process using
-        the same database, never sees a checkpoint without its index entry."""
-        with self.lock, self.db.atomic():
+        the same database, never sees a checkpoint without its index entry. (No
+        savepoints: the saver never goes on after a failed write, it lets it raise.)"""
+        with self.lock, self.db.atomic(savepoints=False):
             yield
 
     def _free_name(self, name: str) -> str:

@@ -291,6 +291,59 @@ def test_a_write_in_a_transaction_in_atomic_costs_one_savepoint(db_path: Path) -
         assert db.kv.items() == {"a": 1, "b": 2, "warm": 0}
 
 
+def test_atomic_without_savepoints_sets_none_and_commits_like_atomic(db_path: Path) -> None:
+    with rewinddb.open(db_path) as db:
+        db.kv.put("warm", 0)
+        statements: list[str] = []
+        db._engine.conn._raw.set_trace_callback(statements.append)
+        with db.atomic(savepoints=False):
+            with db.transaction():
+                db.kv.put_many({"a": 1, "b": 2})
+                db.kv.delete("warm")
+            db.at("default").kv.put("c", 3)
+            with db.atomic():  # an inner block takes the outermost block's choice
+                db.events.append("step")
+        db._engine.conn._raw.set_trace_callback(None)
+        assert not [s for s in statements if "SAVEPOINT" in s], statements
+        assert db.kv.items() == {"a": 1, "b": 2, "c": 3} and len(db.events) == 1
+        assert db.version == 4
+
+
+def test_atomic_without_savepoints_rolls_back_whole_even_when_caught(
+    db: rewinddb.Database,
+) -> None:
+    db.kv.put("before", 1)
+    with pytest.raises(rewinddb.RewindError) as info, db.atomic(savepoints=False):
+        db.kv.put("a", 1)
+        with pytest.raises(rewinddb.InvalidValueError), db.transaction():
+            db.kv.put("b", 2)
+            db.kv.put("bad", float("nan"))
+        # The failed block could not be undone alone: nothing else may be written.
+        with pytest.raises(rewinddb.RewindError) as again:
+            db.kv.put("c", 3)
+        assert again.value.code == "transaction.aborted"
+    assert info.value.code == "transaction.aborted"
+    assert db.kv.items() == {"before": 1} and db.version == 1
+    # An exception that leaves the block rolls it back like any atomic block; then the
+    # database writes normally again.
+    with pytest.raises(KeyError), db.atomic(savepoints=False):
+        db.kv.put("a", 1)
+        with db.transaction():
+            db.kv.put("b", 2)
+            raise KeyError("gone")
+    assert db.kv.items() == {"before": 1}
+    with db.atomic(savepoints=False):
+        db.kv.put("after", 2)
+    assert db.kv.items() == {"before": 1, "after": 2} and db.version == 2
+
+
+def test_atomic_savepoints_flag_is_checked(db: rewinddb.Database) -> None:
+    with pytest.raises(rewinddb.RewindError) as info, db.atomic(savepoints="no"):  # type: ignore[arg-type]
+        db.kv.put("a", 1)
+    assert info.value.code.startswith("invalid")
+    assert db.kv.items() == {}
+
+
 def test_atomic_is_refused_where_writes_are(db: rewinddb.Database, db_target: str | Path) -> None:
     with pytest.raises(rewinddb.RewindError) as info, db.read(), db.atomic():
         pass
