@@ -89,6 +89,8 @@ class Connection:
         self._savepoints = True
         #: An inner level of a transaction without savepoints failed: it must roll back.
         self._doomed = False
+        #: Counts write transactions begun: what a cache may key "this transaction" on.
+        self._write_serial = 0
         self._closed = False
         #: Called after a transaction rolls back (caches of rows it wrote are stale).
         self.rolled_back: list[Callable[[], None]] = []
@@ -207,6 +209,12 @@ class Connection:
         return self._closed
 
     @property
+    def write_transaction(self) -> int | None:
+        """The serial number of the open write transaction (None outside one): nobody
+        else writes until it ends, so what it alone changes can be tracked in memory."""
+        return self._write_serial if self._depth and not self._reading else None
+
+    @property
     def in_transaction(self) -> bool:
         """A transaction (read or write) is open on this connection."""
         return self._depth > 0
@@ -297,6 +305,7 @@ class Connection:
             savepoint, own = self._fresh_savepoint, False
             if depth == 0:
                 self._begin(write=True)
+                self._write_serial += 1
                 savepoint = self._fresh_savepoint = None
                 self._savepoints, self._doomed = savepoints, False
             elif not self._savepoints:

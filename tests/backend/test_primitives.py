@@ -309,6 +309,26 @@ def test_atomic_without_savepoints_sets_none_and_commits_like_atomic(db_path: Pa
         assert db.version == 4
 
 
+def test_the_clock_in_a_write_transaction_is_the_version_it_allocated(db_path: Path) -> None:
+    with rewinddb.open(db_path) as db:
+        db.kv.put("warm", 0)
+        statements: list[str] = []
+        db._engine.conn._raw.set_trace_callback(statements.append)
+        with db.atomic():
+            assert db.kv.put("a", 1) == 2
+            assert db.version == 2 and db.kv.get("a") == 1
+            with pytest.raises(KeyError), db.atomic():
+                db.kv.put("b", 2)
+                assert db.version == 3
+                raise KeyError("undo the version too")
+            assert db.version == 2  # the rolled-back version is not the clock
+            assert db.kv.put("c", 3) == 3 and db.version == 3
+        db._engine.conn._raw.set_trace_callback(None)
+        clock_reads = [s for s in statements if "max(version)" in s]
+        assert len(clock_reads) == 1, clock_reads  # only after the rollback
+        assert db.version == 3 and db.kv.items() == {"warm": 0, "a": 1, "c": 3}
+
+
 def test_atomic_without_savepoints_rolls_back_whole_even_when_caught(
     db: rewinddb.Database,
 ) -> None:
