@@ -236,6 +236,19 @@ class Database(_Primitives):
         with self._engine.atomic(savepoints=savepoints):
             yield
 
+    def change_mark(self) -> tuple[int, int] | None:
+        """A value that stays equal while nothing writes to the database (no other code on
+        this connection, no other process); None where that cannot be told cheaply
+        (PostgreSQL). For caches kept beside the database: read it inside ``db.read()``
+        or ``db.atomic()``, and trust what was cached only while it is unchanged. Read
+        after the last write of a ``db.atomic()`` block, it is the mark the database
+        has once the block commits."""
+        conn = self._engine.conn
+        with conn.lock:
+            conn.check_open()
+            token = conn.change_token()
+            return None if token is None else (token, conn.total_changes())
+
     # -- views and history -------------------------------------------------------
 
     def at(self, branch: str) -> BranchView:

@@ -29,6 +29,7 @@ import rewinddb
 from . import _names
 from ._codec import Decoder, Encoder, dump_typed, load_typed
 from ._index import Index
+from ._memo import MISSING, Memo
 
 
 def _target(config: RunnableConfig | None, what: str) -> tuple[str, str, str | None]:
@@ -119,7 +120,8 @@ class RewindSaver(BaseCheckpointSaver[str]):
     def __init__(self, db: rewinddb.Database, *, serde: SerializerProtocol | None = None):
         super().__init__(serde=serde)
         self.db = db
-        self.index = Index(db)
+        self.memo = Memo(db)
+        self.index = Index(db, self.memo)
         self.lock = threading.RLock()
         self._encoder = Encoder(self.serde)
         self._decoder = Decoder(self.serde)
@@ -138,8 +140,12 @@ class RewindSaver(BaseCheckpointSaver[str]):
 
     def _head_id(self, branch: str) -> str | None:
         """The newest checkpoint id written on (or inherited by) ``branch``."""
-        record = self.db.at(branch).kv.get(_names.CHECKPOINT_KEY)
-        return record["id"] if record else None
+        head = self.memo.get(("head", branch))
+        if head is MISSING:
+            record = self.db.at(branch).kv.get(_names.CHECKPOINT_KEY)
+            head = record["id"] if record else None
+            self.memo.put(("head", branch), head)
+        return head
 
     def _write_payloads(
         self, entry: dict, checkpoint_id: str, listing: _Listing | None = None
@@ -197,12 +203,13 @@ class RewindSaver(BaseCheckpointSaver[str]):
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint the config names, or the thread's newest (on any branch)."""
         thread_id, checkpoint_ns, checkpoint_id = _target(config, "get_tuple")
-        if checkpoint_id is None:
-            namespace = self.index.get(_names.namespace_key(thread_id, checkpoint_ns))
-            if not namespace or not namespace.get("head"):
-                return None
-            checkpoint_id = namespace["head"]
-        return self._load(thread_id, checkpoint_ns, checkpoint_id)
+        with self.db.read(), self.memo.reading():
+            if checkpoint_id is None:
+                namespace = self.index.get(_names.namespace_key(thread_id, checkpoint_ns))
+                if not namespace or not namespace.get("head"):
+                    return None
+                checkpoint_id = namespace["head"]
+            return self._load(thread_id, checkpoint_ns, checkpoint_id)
 
     def list(
         self,
@@ -246,9 +253,21 @@ class RewindSaver(BaseCheckpointSaver[str]):
         """One saver write: its checkpoint, events, forks and index entries commit
         together or not at all (``db.atomic()``), so a crash, or another process using
         the same database, never sees a checkpoint without its index entry. (No
-        savepoints: the saver never goes on after a failed write, it lets it raise.)"""
-        with self.lock, self.db.atomic(savepoints=False):
-            yield
+        savepoints: the saver never goes on after a failed write, it lets it raise.)
+        What it wrote is remembered (``_memo``) once it has committed."""
+        with self.lock:
+            if self.memo.writing():  # inside another of the saver's writes: part of it
+                yield
+                return
+            try:
+                with self.db.atomic(savepoints=False):
+                    self.memo.begin()
+                    yield
+                    ended = self.memo.end()
+            except BaseException:
+                self.memo.forget()
+                raise
+            self.memo.keep(ended)
 
     def _free_name(self, name: str) -> str:
         candidate, n = name, 1
@@ -306,7 +325,9 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 thread_id, checkpoint_ns, checkpoint_id, parent_id
             )
             view = self.db.at(branch)
-            events = view.events.length()
+            events = self.memo.get(("events", branch))
+            if events is MISSING:
+                events = view.events.length()
             puts: dict[str, Any] = {
                 _names.CHECKPOINT_KEY: {
                     "id": checkpoint_id,
@@ -340,6 +361,9 @@ class RewindSaver(BaseCheckpointSaver[str]):
             self._index_checkpoint(
                 thread_id, checkpoint_ns, checkpoint_id, index_puts, entry, namespace
             )
+            self.memo.put(("head", branch), checkpoint_id)
+            self.memo.put(("events", branch), events)
+            self.memo.put(("writes", branch, checkpoint_id), frozenset())
             early_key = (thread_id, checkpoint_ns, checkpoint_id)
             for writes, task_id, task_path in self._early_writes.get(early_key, ()):
                 self._append_writes(entry, checkpoint_id, writes, task_id, task_path)
@@ -397,13 +421,17 @@ class RewindSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str,
     ) -> None:
-        existing = {(w[0], idx) for w, idx in self._write_keys(entry, checkpoint_id)}
+        existing = self._write_keys(entry, checkpoint_id)
+        added: set[tuple[str, int]] = set()
+        appended = 0
         view = self.db.at(entry["branch"])
         with view.transaction(trigger="langgraph.writes", message=task_id):
             for position, (channel, value) in enumerate(writes):
                 idx = WRITES_IDX_MAP.get(channel, position)
                 if idx >= 0 and (task_id, idx) in existing:
                     continue
+                added.add((task_id, idx))
+                appended += 1
                 view.events.append(
                     _names.WRITE_EVENT,
                     {
@@ -415,17 +443,27 @@ class RewindSaver(BaseCheckpointSaver[str]):
                         "value": dump_typed(self.serde, value),
                     },
                 )
+        self.memo.put(("writes", entry["branch"], checkpoint_id), existing | added)
+        events = self.memo.get(("events", entry["branch"]))
+        if events is not MISSING:
+            self.memo.put(("events", entry["branch"]), events + appended)
 
-    def _write_keys(self, entry: dict, checkpoint_id: str) -> builtins.list[tuple[tuple[str], int]]:
-        events = self.db.at(entry["branch"]).events.list(
-            event_type=_names.WRITE_EVENT,
-            after=entry["events"] - 1 if entry["events"] else None,
-        )
-        return [
-            ((item.event.payload["task_id"],), item.event.payload["idx"])
-            for item in events
-            if item.event.payload["checkpoint_id"] == checkpoint_id
-        ]
+    def _write_keys(self, entry: dict, checkpoint_id: str) -> frozenset[tuple[str, int]]:
+        """``(task_id, idx)`` of the writes recorded for a checkpoint."""
+        key = ("writes", entry["branch"], checkpoint_id)
+        known = self.memo.get(key)
+        if known is MISSING:
+            events = self.db.at(entry["branch"]).events.list(
+                event_type=_names.WRITE_EVENT,
+                after=entry["events"] - 1 if entry["events"] else None,
+            )
+            known = frozenset(
+                (item.event.payload["task_id"], item.event.payload["idx"])
+                for item in events
+                if item.event.payload["checkpoint_id"] == checkpoint_id
+            )
+            self.memo.put(key, known)
+        return known
 
     # Deleting and copying ------------------------------------------------------------
 
@@ -451,6 +489,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         """Forget a thread and delete its branches (unless a copy still reads them)."""
         thread_id = str(thread_id)
         with self._writing():
+            self.memo.forget()  # it changes what other writes read: nothing is kept
             escaped = _names.escape(thread_id)
             owned = self.index.keys(f"own/{escaped}/")
             deletes = self._forget(thread_id, self.index.records(thread_id))
@@ -462,6 +501,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Forget every checkpoint (and its writes) made by one of ``run_ids``."""
         with self._writing():
+            self.memo.forget()  # it changes what other writes read: nothing is kept
             for run_id in run_ids:
                 keys = self.index.keys(f"run/{_names.escape(str(run_id))}/")
                 touched: set[tuple[str, str]] = set()
@@ -497,6 +537,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
 
     def _keep_latest(self, thread_id: str) -> None:
         with self._writing():
+            self.memo.forget()  # it changes what other writes read: nothing is kept
             escaped = _names.escape(thread_id)
             heads = {
                 (thread_id, _names.unescape(k.split("/", 2)[2])): (self.index.get(k) or {}).get(
@@ -522,6 +563,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         """Copy a thread: one O(1) fork per branch; the copy reads the source's history."""
         source, target = str(source_thread_id), str(target_thread_id)
         with self._writing():
+            self.memo.forget()  # it changes what other writes read: nothing is kept
             src, dst = _names.escape(source), _names.escape(target)
             forks: dict[str, str] = {}
             puts: dict[str, Any] = {}

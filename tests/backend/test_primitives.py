@@ -364,6 +364,32 @@ def test_atomic_savepoints_flag_is_checked(db: rewinddb.Database) -> None:
     assert db.kv.items() == {}
 
 
+def test_change_mark_changes_with_any_write_and_only_then(
+    db: rewinddb.Database, db_target: str | Path
+) -> None:
+    first = db.change_mark()
+    if db._engine.conn.dialect != "sqlite":  # PostgreSQL cannot tell cheaply
+        assert first is None
+        return
+    assert first is not None and db.change_mark() == first
+    with db.read():
+        db.kv.get("a")
+        assert db.change_mark() == first
+    db.kv.put("a", 1)
+    after_own = db.change_mark()
+    assert after_own != first and db.change_mark() == after_own
+    with db.atomic():
+        db.kv.put("b", 1)
+        inside = db.change_mark()  # after the last write: the mark once it commits
+    assert db.change_mark() == inside != after_own
+    with rewinddb.open(db_target) as other:
+        other.kv.put("c", 1)
+    assert db.change_mark() != inside
+    db.close()
+    with pytest.raises(rewinddb.DatabaseClosedError):
+        db.change_mark()
+
+
 def test_atomic_is_refused_where_writes_are(db: rewinddb.Database, db_target: str | Path) -> None:
     with pytest.raises(rewinddb.RewindError) as info, db.read(), db.atomic():
         pass

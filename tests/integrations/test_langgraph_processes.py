@@ -81,3 +81,69 @@ def test_processes_run_graphs_on_one_database(tmp_path: Path) -> None:
         for key in entries:  # no index entry points at a version that is not there
             entry = saver.index.get(key)
             assert entry["version"] <= saver.db.version
+
+
+@pytest.mark.parametrize("other_connection", [True, False], ids=["other-connection", "same-db"])
+def test_a_saver_sees_what_another_wrote_since_its_own_last_write(
+    tmp_path: Path, other_connection: bool
+) -> None:
+    """The saver answers a put's reads from memory of its own last write (``_memo``) only
+    while nothing else wrote: here a second saver (on another connection, or on the same
+    database object) continues the thread in between, and the first must continue from
+    the second's checkpoint, not fork from its own."""
+    with rewinddb.open(tmp_path / "agents") as db:
+        first = RewindSaver(db)
+        other_db = rewinddb.open(tmp_path / "agents") if other_connection else db
+        try:
+            second = RewindSaver(other_db)
+            first_graph, second_graph = chat_graph(first), chat_graph(second)
+            first_graph.invoke({"log": ["a"]}, thread("t"), durability="sync")
+            second_graph.invoke({"log": ["b"]}, thread("t"), durability="sync")
+            first_graph.invoke({"log": ["c"]}, thread("t"), durability="sync")
+            second_graph.invoke({"log": ["d"]}, thread("t"), durability="sync")
+            log = first_graph.get_state(thread("t")).values["log"]
+            assert log == ["a", "reply 1", "b", "reply 3", "c", "reply 5", "d", "reply 7"]
+            assert second_graph.get_state(thread("t")).values["log"] == log
+            assert [b.name for b in db.branches.list() if b.name.startswith("lg/")] == ["lg/t"]
+            history = list(first_graph.get_state_history(thread("t")))
+            assert len(history) == 4 * 3
+            # Writes of the thread's own: each checkpoint's pending writes stay its own.
+            for snapshot in history:
+                loaded = first.get_tuple(snapshot.config)
+                assert loaded is not None
+                assert [w[1] for w in loaded.pending_writes] == [
+                    w[1] for w in second.get_tuple(snapshot.config).pending_writes
+                ]
+        finally:
+            if other_connection:
+                other_db.close()
+
+
+def test_a_failed_put_leaves_the_saver_no_false_memory(
+    saver: RewindSaver, db: rewinddb.Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A put that fails after writing (rolled back) must not leave the saver believing
+    what it wrote: the next put continues from the last committed checkpoint."""
+    graph = chat_graph(saver)
+    graph.invoke({"log": ["hi"]}, thread("t"), durability="sync")
+
+    real = saver.index.write
+    calls = 0
+
+    def fail_on_second(*args: object, **kwargs: object) -> None:
+        nonlocal calls
+        calls += 1
+        real(*args, **kwargs)  # written (and remembered as staged) ...
+        if calls == 2:
+            raise RuntimeError("... then the write fails")
+
+    monkeypatch.setattr(saver.index, "write", fail_on_second)
+    with pytest.raises(RuntimeError):
+        graph.invoke({"log": ["again"]}, thread("t"), durability="sync")
+    monkeypatch.undo()
+    graph.invoke({"log": ["once more"]}, thread("t"), durability="sync")
+    log = graph.get_state(thread("t")).values["log"]
+    assert log[:2] == ["hi", "reply 1"] and log[-2:] == ["once more", f"reply {len(log) - 1}"]
+    assert [b.name for b in db.branches.list() if b.name.startswith("lg/")] == ["lg/t"]
+    for snapshot in graph.get_state_history(thread("t")):
+        assert saver.get_tuple(snapshot.config) is not None
