@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import pickle
 import threading
 from typing import Any
@@ -220,25 +221,51 @@ def _model_state(value: Any) -> tuple | None:
     again = _rebuild(model)
     if again != value or again.__pydantic_fields_set__ != value.__pydantic_fields_set__:
         return None
+    if kind not in _REBUILT_AS_PYDANTIC and not _as_pydantic_rebuilds(again):
+        return None
     return model
+
+
+#: Classes for which :func:`_rebuild` was seen to make what ``__setstate__`` makes.
+_REBUILT_AS_PYDANTIC: set[type] = set()
+
+
+def _as_pydantic_rebuilds(rebuilt: Any) -> bool:
+    """Whether pydantic's own ``__setstate__``, given ``rebuilt``'s state, makes an object
+    with exactly the same attributes (so a pydantic that sets more is noticed)."""
+    kind = type(rebuilt)
+    state = {key: copy.copy(value) for key, value in rebuilt.__getstate__().items()}
+    reference = kind.__new__(kind)
+    reference.__setstate__(state)
+    same = all(
+        getattr(reference, name, _MISSING) == getattr(rebuilt, name, _MISSING)
+        for name in (*_STATE_KEYS, *getattr(kind, "__slots__", ()))
+    )
+    if same:
+        _REBUILT_AS_PYDANTIC.add(kind)
+    return same
+
+
+_MISSING = object()
+
+
+_set_attribute = object.__setattr__
 
 
 def _rebuild(model: tuple) -> Any:
     """A new model from :func:`_model_state`'s tuple (``nested``: the fields that hold
-    dicts or lists, the only ones :func:`_fresh` has to copy)."""
+    dicts or lists, the only ones :func:`_fresh` has to copy). It sets what pydantic's
+    own ``__setstate__`` sets, in its order, without building the state dict first
+    (``_model_state`` checked that the result equals the model it remembers)."""
     kind, fields, nested, extra, fields_set, private = model
     copied = fields.copy()
     for key in nested:
         copied[key] = _fresh(copied[key])
     value = kind.__new__(kind)
-    value.__setstate__(
-        {
-            "__dict__": copied,
-            "__pydantic_extra__": _fresh(extra),
-            "__pydantic_fields_set__": set(fields_set),
-            "__pydantic_private__": _fresh(private),
-        }
-    )
+    _set_attribute(value, "__pydantic_fields_set__", set(fields_set))
+    _set_attribute(value, "__pydantic_extra__", None if extra is None else _fresh(extra))
+    _set_attribute(value, "__pydantic_private__", None if private is None else _fresh(private))
+    _set_attribute(value, "__dict__", copied)
     return value
 
 
@@ -254,9 +281,9 @@ class Decoder:
         """The value of one ``"type:base64"`` (or ``[type, base64]``), as
         :func:`load_typed` returns it."""
         key = stored if isinstance(stored, str) else tuple(stored)
-        copy = self._remembered.get(key)
-        if copy is not None:
-            how, value = copy
+        remembered = self._remembered.get(key)
+        if remembered is not None:
+            how, value = remembered
             if how is _AS_IS:
                 return value
             return _rebuild(value) if how is _REBUILD else pickle.loads(value)

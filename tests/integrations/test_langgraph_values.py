@@ -201,3 +201,43 @@ def test_listing_finds_every_checkpoints_writes(saver: RewindSaver) -> None:
     assert [w[2] for w in listed[fork["configurable"]["checkpoint_id"]].pending_writes] == [
         "on the fork"
     ]
+
+
+_STATE = ("__dict__", "__pydantic_extra__", "__pydantic_private__")
+
+
+def test_messages_are_rebuilt_as_pydantic_would_rebuild_them(
+    saver: RewindSaver, monkeypatch: Any
+) -> None:
+    """Loaded messages are rebuilt from memory by setting what pydantic's own
+    ``__setstate__`` sets; a pydantic whose ``__setstate__`` set anything else is noticed
+    (per class, once) and its models are then copied the slow way."""
+    from pydantic import BaseModel
+
+    from rewinddb.integrations.langgraph import _codec
+
+    config: dict = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    messages = [HumanMessage(content="hi", id="h"), AIMessage(content="yes", id="a")]
+    put = _put(saver, config, messages, 1, 1)
+    serde = JsonPlusSerializer()
+    loaded = [serde.loads_typed(serde.dumps_typed(message)) for message in messages]
+    for read in (_messages(saver, put), _messages(saver, put)):  # serde, then memory
+        for got, want in zip(read, loaded, strict=True):
+            assert type(got) is type(want)
+            for name in (*_STATE, "__pydantic_fields_set__"):
+                assert getattr(got, name) == getattr(want, name)
+
+    real = BaseModel.__setstate__
+
+    def sets_more(self: Any, state: dict) -> None:
+        real(self, state)
+        self.__dict__["added_by_a_future_pydantic"] = True
+
+    monkeypatch.setattr(BaseModel, "__setstate__", sets_more)
+    monkeypatch.setattr(_codec, "_SETSTATE", sets_more)
+    monkeypatch.setattr(_codec, "_REBUILT_AS_PYDANTIC", set())
+    decoder = _codec.Decoder(JsonPlusSerializer())
+    stored = _codec.dump_item(JsonPlusSerializer(), messages[0])
+    decoder.item(stored)
+    how, _ = decoder._remembered.get(stored)
+    assert how != _codec._REBUILD  # remembered as a pickled copy instead
