@@ -10,8 +10,9 @@ item, which keeps Python's garbage collector quiet while a history is listed.)
 
 Writing goes through an :class:`Encoder`, which remembers what the serde made of the
 pydantic models (messages) it serialized, keyed by their content: the whole message list
-is handed over at every checkpoint, and checking that a message is one already seen
-(``model_dump`` packed with msgpack) costs half of serializing it again.
+is handed over at every checkpoint, and checking that a message is one already seen (its
+state packed with msgpack, where model_dump() is made of that alone) costs a third of
+serializing it again.
 
 Loading goes through a :class:`Decoder`, which remembers what the items it decoded were:
 the same message is read again by every later checkpoint of a thread, and rebuilding it
@@ -81,7 +82,7 @@ _STRICT = (
 )
 
 
-_SERDE, _TO_PYTHON, _MODEL_DUMP = "serde", "to_python", "model_dump"
+_SERDE, _STATE, _TO_PYTHON, _MODEL_DUMP = "serde", "state", "to_python", "model_dump"
 
 
 class _Remembered:
@@ -118,11 +119,21 @@ class Encoder:
         self._kinds: dict[type, str] = {}
 
     def _how(self, kind: type) -> str:
-        """How to recognise values of ``kind`` already stored: by their model_dump()
-        (pydantic models, with the stock serializer only), or not at all."""
+        """How to recognise values of ``kind`` already stored (pydantic models, with the
+        stock serializer only; anything else is not recognised):
+
+        - by their state (``__dict__``, extra and private attributes), where model_dump()
+          is pydantic's own and the class declares no serializer or computed field, so
+          that model_dump() is made of that state alone;
+        - else by their model_dump()."""
         if type(self.serde) is not JsonPlusSerializer or not issubclass(kind, BaseModel):
             return _SERDE
-        return _TO_PYTHON if kind.model_dump is BaseModel.model_dump else _MODEL_DUMP
+        if kind.model_dump is not BaseModel.model_dump:
+            return _MODEL_DUMP
+        decorators = kind.__pydantic_decorators__
+        if decorators.field_serializers or decorators.model_serializers:
+            return _TO_PYTHON
+        return _TO_PYTHON if decorators.computed_fields else _STATE
 
     def item(self, value: Any) -> str:
         """``value`` as ``"type:base64"``, as :func:`dump_item` makes it."""
@@ -134,17 +145,21 @@ class Encoder:
             return dump_item(self.serde, value)
         try:
             # What the serde stores for a model is made of its class and model_dump().
-            if how is _TO_PYTHON:  # model_dump() as pydantic defines it, minus its wrapper
-                dumped = value.__pydantic_serializer__.to_python(value)
+            if how is _STATE:  # what model_dump() is made of (strict: exact types)
+                state = (value.__dict__, value.__pydantic_extra__, value.__pydantic_private__)
+                key = (kind, how, ormsgpack.packb(state, option=_STRICT))
             else:
-                dumped = value.model_dump()
-            key = (kind, ormsgpack.packb(dumped, option=_STRICT))
+                if how is _TO_PYTHON:  # model_dump() as pydantic defines it, minus its wrapper
+                    dumped = value.__pydantic_serializer__.to_python(value)
+                else:
+                    dumped = value.model_dump()
+                key = (kind, how, ormsgpack.packb(dumped, option=_STRICT))
         except Exception:  # something the serde packs its own way: no shortcut
             return dump_item(self.serde, value)
         stored: str | None = self._remembered.get(key)
         if stored is None:
             stored = dump_item(self.serde, value)
-            self._remembered.put(key, stored, len(key[1]) + len(stored))
+            self._remembered.put(key, stored, len(key[2]) + len(stored))
         return stored
 
     def channel(self, value: Any, version: str | int | float) -> dict:

@@ -17,6 +17,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
+from pydantic import BaseModel, computed_field, field_serializer
 from typing_extensions import TypedDict
 
 import rewinddb
@@ -212,8 +213,6 @@ def test_messages_are_rebuilt_as_pydantic_would_rebuild_them(
     """Loaded messages are rebuilt from memory by setting what pydantic's own
     ``__setstate__`` sets; a pydantic whose ``__setstate__`` set anything else is noticed
     (per class, once) and its models are then copied the slow way."""
-    from pydantic import BaseModel
-
     from rewinddb.integrations.langgraph import _codec
 
     config: dict = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
@@ -241,3 +240,48 @@ def test_messages_are_rebuilt_as_pydantic_would_rebuild_them(
     decoder.item(stored)
     how, _ = decoder._remembered.get(stored)
     assert how != _codec._REBUILD  # remembered as a pickled copy instead
+
+
+_LABEL = {"text": "first"}
+
+
+class _Labelled(BaseModel):
+    """A model whose model_dump() is not made of its state alone."""
+
+    name: str
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def label(self) -> str:
+        return _LABEL["text"]
+
+
+class _Shouting(BaseModel):
+    name: str
+
+    @field_serializer("name")
+    def _loud(self, name: str) -> str:
+        return name.upper() + _LABEL["text"]
+
+
+def test_a_message_is_recognised_by_its_state_only_where_that_is_all_it_dumps() -> None:
+    """Messages are recognised by their packed state (``__dict__``, extra and private
+    attributes); a model with a computed field or a serializer by its model_dump()."""
+    from rewinddb.integrations.langgraph import _codec
+
+    serde = JsonPlusSerializer()
+    encoder = _codec.Encoder(serde)
+    message = AIMessage(content="hi", id="a", additional_kwargs={"n": 1})
+    first = encoder.item(message)
+    assert encoder.item(message) == first == _codec.dump_item(serde, message)
+    message.custom = "an extra attribute"  # type: ignore[attr-defined]  (extra="allow")
+    with_extra = encoder.item(message)
+    assert with_extra != first and with_extra == _codec.dump_item(serde, message)
+    for model in (_Labelled(name="x"), _Shouting(name="x")):
+        _LABEL["text"] = "first"
+        before = encoder.item(model)
+        _LABEL["text"] = "second"  # the same state, another model_dump()
+        after = encoder.item(model)
+        assert after != before and after == _codec.dump_item(serde, model)
+    assert encoder._how(AIMessage) == _codec._STATE
+    assert encoder._how(_Labelled) == encoder._how(_Shouting) == _codec._TO_PYTHON
