@@ -225,10 +225,12 @@ def _model_state(value: Any) -> tuple | None:
     if type(fields_set) is not set or not all(type(f) is str for f in fields_set):
         return None
     fields = _fresh(state["__dict__"])
+    containers = [k for k, v in fields.items() if type(v) is dict or type(v) is list]
     model = (
         kind,
         fields,
-        tuple(k for k, v in fields.items() if type(v) is dict or type(v) is list),
+        tuple(k for k in containers if _flat(fields[k])),
+        tuple(k for k in containers if not _flat(fields[k])),
         _fresh(state["__pydantic_extra__"]),
         frozenset(fields_set),
         _fresh(state["__pydantic_private__"]),
@@ -267,14 +269,22 @@ _MISSING = object()
 _set_attribute = object.__setattr__
 
 
+def _flat(value: Any) -> bool:
+    """A dict or list holding no dict or list: ``copy()`` copies it as :func:`_fresh`."""
+    items = value.values() if type(value) is dict else value
+    return not any(type(item) is dict or type(item) is list for item in items)
+
+
 def _rebuild(model: tuple) -> Any:
-    """A new model from :func:`_model_state`'s tuple (``nested``: the fields that hold
-    dicts or lists, the only ones :func:`_fresh` has to copy). It sets what pydantic's
-    own ``__setstate__`` sets, in its order, without building the state dict first
-    (``_model_state`` checked that the result equals the model it remembers)."""
-    kind, fields, nested, extra, fields_set, private = model
+    """A new model from :func:`_model_state`'s tuple (``flat`` and ``deep``: the fields
+    that hold dicts or lists without or with more inside, the only ones to copy). It
+    sets what pydantic's own ``__setstate__`` sets, in its order, without building the
+    state dict first (``_model_state`` checked that the result equals the model)."""
+    kind, fields, flat, deep, extra, fields_set, private = model
     copied = fields.copy()
-    for key in nested:
+    for key in flat:  # most of a message's: empty, or plain text (one C call each)
+        copied[key] = copied[key].copy()
+    for key in deep:
         copied[key] = _fresh(copied[key])
     value = kind.__new__(kind)
     _set_attribute(value, "__pydantic_fields_set__", set(fields_set))
