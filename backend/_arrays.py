@@ -17,7 +17,9 @@ array's first ``n`` items never change once written, so that memory is keyed by 
 length) and never goes stale; it is dropped when a transaction rolls back, because then
 array ids are reused. The new list is encoded whole (one orjson call) and compared with
 the remembered prefix; only the appended items are encoded and hashed one by one. Reading
-an array exactly as this process last wrote it decodes the remembered encoding.
+an array exactly as this process last wrote it decodes the remembered encoding, or, where
+every item was an immutable scalar (text, numbers), copies the list of the items written
+(no parsing, and the very objects written).
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ MIN_SHARED_BYTES = 512
 MIN_SPLIT_BYTES = 2048
 #: How many bytes of array encodings the engine remembers to write grown lists quickly.
 KNOWN_BYTES = 64 * 1024 * 1024
+
+#: Items of these types are immutable: an array of them is remembered as written, too.
+_SCALARS = frozenset((str, int, float, bool, type(None)))
 
 Path = tuple[str, ...]
 Ref = tuple[Path, int, int]  # (object path, array id, length)
@@ -66,14 +71,21 @@ def _replace(value: Any, path: Path, replacement: Any) -> Any:
     return copy
 
 
+def _size(prefix: bytes, items: tuple[Any, ...] | None) -> int:
+    """What one remembered array counts against ``KNOWN_BYTES`` (its items about as much
+    again as their encoding, when they are kept)."""
+    return len(prefix) * (1 if items is None else 2)
+
+
 class SharedArrays:
     """Encodes values into (body, refs) and back, sharing array prefixes."""
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
         #: (array id, length) -> (encoding of the first ``length`` items as
-        #: ``b"[" + b",".join(items)``, prefix hash of the last of them); newest last.
-        self._known: dict[tuple[int, int], tuple[bytes, bytes]] = {}
+        #: ``b"[" + b",".join(items)``, prefix hash of the last of them, the items as
+        #: written when all are immutable scalars, else None); newest last.
+        self._known: dict[tuple[int, int], tuple[bytes, bytes, tuple[Any, ...] | None]] = {}
         self._known_bytes = 0
         conn.rolled_back.append(self.forget)
 
@@ -82,20 +94,22 @@ class SharedArrays:
         self._known.clear()
         self._known_bytes = 0
 
-    def _remember(self, seq: int, length: int, prefix: bytes, last_hash: bytes) -> None:
-        if len(prefix) > KNOWN_BYTES // 4:
+    def _remember(
+        self, seq: int, length: int, prefix: bytes, last_hash: bytes, items: list[Any]
+    ) -> None:
+        if len(prefix) > KNOWN_BYTES // 8:
             return
-        self._known[(seq, length)] = (prefix, last_hash)
-        self._known_bytes += len(prefix)
+        kept = tuple(items) if all(type(item) in _SCALARS for item in items) else None
+        self._known[(seq, length)] = (prefix, last_hash, kept)
+        self._known_bytes += _size(prefix, kept)
         while self._known_bytes > KNOWN_BYTES:
-            oldest = next(iter(self._known))
-            self._known_bytes -= len(self._known.pop(oldest)[0])
+            oldest = self._known.pop(next(iter(self._known)))
+            self._known_bytes -= _size(oldest[0], oldest[2])
 
-    def _recall(self, seq: int, length: int) -> tuple[bytes, bytes] | None:
+    def _recall(self, seq: int, length: int) -> None:
         known = self._known.pop((seq, length), None)
         if known is not None:
-            self._known_bytes -= len(known[0])
-        return known
+            self._known_bytes -= _size(known[0], known[2])
 
     # -- encoding ----------------------------------------------------------------
 
@@ -132,7 +146,7 @@ class SharedArrays:
             if stored is None:
                 encoded = [dumps(item) for item in items]
                 seq, length, last_hash = self._store(encoded, previous.get(path))
-                self._remember(seq, length, whole[:-1], last_hash)
+                self._remember(seq, length, whole[:-1], last_hash, items)
             else:
                 seq, length = stored
             refs.append((path, seq, length))
@@ -152,7 +166,7 @@ class SharedArrays:
         known = self._known.get((seq, old_len))
         if known is None:
             return None
-        prefix, last_hash = known
+        prefix, last_hash, _ = known
         # The items encode canonically and every item is a whole JSON value, so the new
         # array starts with the old one's items exactly when its encoding starts with
         # theirs, followed by the next comma (or the closing bracket).
@@ -167,7 +181,7 @@ class SharedArrays:
         hashes = _prefix_hashes(added, last_hash)
         self._insert(seq, old_len, added, hashes)
         self._recall(seq, old_len)
-        self._remember(seq, n, whole[:-1], hashes[-1])
+        self._remember(seq, n, whole[:-1], hashes[-1], items)
         return seq, n
 
     def _store(
@@ -257,6 +271,8 @@ class SharedArrays:
     def _read(self, seq: int, length: int) -> list[Any]:
         known = self._known.get((seq, length))
         if known is not None:  # the array as this process last wrote it
+            if known[2] is not None:
+                return list(known[2])
             remembered: list[Any] = loads(known[0] + b"]")
             return remembered
         parts: list[bytes] = []

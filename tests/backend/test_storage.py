@@ -180,3 +180,36 @@ def test_reads_agree_with_another_connection(db: rewinddb.Database) -> None:
     items.append(_item(25))
     db.kv.put("state", {"messages": items, "n": 26})  # grown differently than `other` did
     assert db.kv.get("state") == {"messages": items, "n": 26}
+
+
+def test_a_list_of_text_read_back_is_its_own_and_equal_to_what_was_stored(
+    db: rewinddb.Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A list of immutable scalars this process wrote last is read back without parsing
+    (a copy of the list written); a list of objects is parsed as before. Both agree with
+    another connection, which remembers nothing."""
+    texts: list[object] = [f"{i:04d} " + "x" * 300 for i in range(20)]
+    texts += [7, 2.5, True, None, 'é \u2028 \\ "']
+    objects = [_item(i) for i in range(20)]
+    db.kv.put("state", {"texts": texts, "objects": objects})
+    parsed: list[bytes] = []
+    real_loads = _arrays.loads
+
+    def counting(data: bytes) -> object:
+        parsed.append(data)
+        return real_loads(data)
+
+    monkeypatch.setattr(_arrays, "loads", counting)
+    first = db.kv.get("state")
+    assert first == {"texts": texts, "objects": objects}
+    assert not [data for data in parsed if data.startswith(b'["0000')]  # texts: not parsed
+    assert [data for data in parsed if b'"assistant"' in data]  # objects: parsed
+    monkeypatch.undo()
+    assert first["texts"] is not texts and [type(t) for t in first["texts"]] == [
+        type(t) for t in texts
+    ]
+    first["texts"].append("changed by the reader")
+    first["texts"][0] = "replaced by the reader"
+    assert db.kv.get("state")["texts"] == texts  # the reader's changes are its own
+    with rewinddb.open(db.path) as other:
+        assert other.kv.get("state") == db.kv.get("state")
