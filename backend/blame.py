@@ -50,7 +50,7 @@ def last_writes(
 ) -> dict[str, dict[str, LastWrite]]:
     """space -> key -> LastWrite for every key that exists at (record, version)."""
     newest: dict[tuple[str, str], tuple[int, int, int, str | None]] = {}
-    for branch_id, cap in engine.lineage(record, version):
+    for branch_id, cap in engine.row_lineage(record, version):
         for space in SPACES:
             for key, kind, entry_version, trigger in engine.newest_rows(
                 branch_id, cap, space, "e.kind, e.version, e.trigger"

@@ -296,7 +296,7 @@ class Events:
             record = engine.branch(self._branch)
             version = engine.resolve_as_of(record, as_of)
             items: builtins.list[EventItem] = []
-            for branch_id, cap in reversed(engine.lineage(record, version)):
+            for branch_id, cap in reversed(engine.row_lineage(record, version)):
                 if limit is not None and len(items) >= limit:
                     break
                 sql = (
@@ -340,7 +340,7 @@ class Events:
             record = engine.branch(self._branch)
             version = engine.resolve_as_of(record, as_of)
             found: set[str] = set()
-            for branch_id, cap in engine.lineage(record, version):
+            for branch_id, cap in engine.row_lineage(record, version):
                 found.update(
                     row[0]
                     for row in engine.conn.fetchall(
@@ -358,7 +358,7 @@ class Events:
         with engine.conn.lock:
             record = engine.branch(self._branch)
             version = engine.resolve_as_of(record, as_of)
-            for branch_id, cap in engine.lineage(record, version):
+            for branch_id, cap in engine.row_lineage(record, version):
                 row = engine.conn.fetchone(
                     f"SELECT {EVENT_COLUMNS} FROM rewind_events "
                     "WHERE branch_id = ? AND sequence = ? AND version <= ?",
@@ -393,7 +393,7 @@ class Events:
             record = engine.branch(self._branch)
             version = engine.resolve_as_of(record, as_of)
             previous, expected, checked = "", 0, 0
-            for branch_id, cap in reversed(engine.lineage(record, version)):
+            for branch_id, cap in reversed(engine.row_lineage(record, version)):
                 cursor = engine.conn.execute(
                     "SELECT sequence, event_type, version, payload, hash FROM rewind_events "
                     "WHERE branch_id = ? AND version <= ? ORDER BY version, sequence",
