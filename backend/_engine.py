@@ -159,6 +159,9 @@ class WriteContext:
     written: set[tuple[str, str]] = field(default_factory=set)
     entry_trigger: str | None = None
     """The trigger of the write being made now (a group's writes each keep their own)."""
+    log_head: tuple[int, str] | None = None
+    """(sequence, hash) of the newest event this commit appended (``events.append_event``),
+    which the next append in it builds on without reading the log again."""
 
     def commit(self) -> int:
         """The version of this commit, allocating it (one row) on first use."""
@@ -200,14 +203,21 @@ class WriteContext:
             set(self.written),
             self.merge_from,
             self.trigger,
+            self.log_head,
             self.entry_trigger,
         )
 
     def restore(self, saved: tuple[Any, ...]) -> None:
         """Forget what a rolled-back write did to this context (its rows are gone)."""
-        (self.version, self.ts, self.written, self.merge_from, self.trigger, self.entry_trigger) = (
-            saved
-        )
+        (
+            self.version,
+            self.ts,
+            self.written,
+            self.merge_from,
+            self.trigger,
+            self.log_head,
+            self.entry_trigger,
+        ) = saved
 
 
 class Engine:

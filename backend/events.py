@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ._engine import AsOf, BranchRecord, Engine, check_count, check_name, check_text
+from ._engine import AsOf, BranchRecord, Engine, WriteContext, check_count, check_name, check_text
 from ._values import dumps, loads, validate
 from .errors import AppendConflictError, EventNotFound, InvalidInputError
 from .models import Event, EventItem, from_micros
@@ -83,18 +83,18 @@ def last_event(engine: Engine, record: BranchRecord, version: int) -> tuple[int,
 
 def append_event(
     engine: Engine,
-    record: BranchRecord,
-    commit_version: int,
-    ts: int,
+    write: WriteContext,
     event_type: str,
     payload_bytes: bytes,
     origin: tuple[int, int] | None = None,
 ) -> tuple[int, str]:
-    """Insert one event at the end of ``record``'s log; returns (sequence, hash).
+    """Insert one event at the end of the log of ``write``'s branch, in its commit;
+    returns (sequence, hash). After the commit's first append the log's end is known.
 
     ``origin``: (branch id, sequence) of the event this one copies (merges carry events).
     """
-    last = last_event(engine, record, commit_version)
+    record, commit_version, ts = write.branch, write.commit(), write.ts
+    last = write.log_head or last_event(engine, record, commit_version)
     sequence = last[0] + 1 if last else 0
     digest = event_hash(
         last[1] if last else "", sequence, event_type, commit_version, payload_bytes
@@ -112,6 +112,7 @@ def append_event(
             *(origin or (None, None)),
         ),
     )
+    write.log_head = (sequence, digest)
     return sequence, digest
 
 
@@ -209,10 +210,8 @@ class Events:
                 if expected_index is not None:
                     last = last_event(engine, write.branch, engine.clock())
                     self._check_length(last[0] + 1 if last else 0, expected_index)
+                sequence, digest = append_event(engine, write, event_type, payload_bytes)
                 version = write.commit()
-                sequence, digest = append_event(
-                    engine, write.branch, version, write.ts, event_type, payload_bytes
-                )
         return Event(
             sequence=sequence,
             event_type=event_type,

@@ -310,15 +310,7 @@ def merge_branches(
         carried = 0
         if events == "append":
             for event in source_events:
-                append_event(
-                    engine,
-                    target_record,
-                    version,
-                    write.ts,
-                    event.event_type,
-                    event.payload,
-                    origin=event.origin,
-                )
+                append_event(engine, write, event.event_type, event.payload, origin=event.origin)
                 carried += 1
         return MergeReceipt(
             source,

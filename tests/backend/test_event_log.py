@@ -165,3 +165,29 @@ def test_fork_at_an_inherited_event(db: rewinddb.Database) -> None:
     assert view.kv.get("seen") is None
     view.kv.put("mine", 1)
     assert view.events.append("retry.step", {}).sequence == 1
+
+
+def test_appends_in_one_transaction_read_the_log_end_once(db_path: Path) -> None:
+    with rewinddb.open(db_path) as db:
+        db.events.append("before")
+        statements: list[str] = []
+        db._engine.conn._raw.set_trace_callback(statements.append)
+        with db.transaction():
+            for n in range(3):
+                db.events.append("step", {"n": n})
+            with pytest.raises(KeyError), db.atomic():  # rolled back: so is the log's end
+                db.events.append("lost")
+                raise KeyError("undo")
+            db.events.append("after")
+        db._engine.conn._raw.set_trace_callback(None)
+        ends = [s for s in statements if s.startswith("SELECT sequence, hash")]
+        assert len(ends) == 1, ends
+        assert [e.event.event_type for e in db.events.list()] == [
+            "before",
+            "step",
+            "step",
+            "step",
+            "after",
+        ]
+        assert [e.event.sequence for e in db.events.list()] == [0, 1, 2, 3, 4]
+        assert db.events.verify().ok
