@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ._connection import Connection
+from ._connection import Connection, TokenCache
 from ._values import dumps, loads
 
 #: Arrays whose items encode to fewer bytes than this are stored inline.
@@ -87,6 +87,9 @@ class SharedArrays:
         #: written when all are immutable scalars, else None); newest last.
         self._known: dict[tuple[int, int], tuple[bytes, bytes, tuple[Any, ...] | None]] = {}
         self._known_bytes = 0
+        #: Array id -> how many items it has as far as written (``_own_length``), kept
+        #: while nobody else commits; this connection's inserts keep it true.
+        self._lengths = TokenCache(conn)
         conn.rolled_back.append(self.forget)
 
     def forget(self) -> None:
@@ -223,6 +226,8 @@ class SharedArrays:
             "INSERT INTO rewind_seq_items (seq_id, idx, item, prefix_hash) VALUES (?, ?, ?, ?)",
             [(seq, first + i, item, hashes[i]) for i, item in enumerate(items)],
         )
+        if items:  # items are only ever added at an array's end
+            self._lengths.put(seq, first + len(items))
 
     # -- import ------------------------------------------------------------------
 
@@ -235,11 +240,17 @@ class SharedArrays:
 
     def _own_length(self, seq: int) -> int:
         """The length of the array ``seq`` as far as it has been written."""
+        known: int | None = self._lengths.get(seq)
+        if known is not None:
+            return known
         row = self.conn.fetchone("SELECT max(idx) FROM rewind_seq_items WHERE seq_id = ?", (seq,))
         if row is not None and row[0] is not None:
-            return int(row[0]) + 1
-        base = self.conn.fetchone("SELECT base_len FROM rewind_seqs WHERE id = ?", (seq,))
-        return int(base[0]) if base else 0
+            length = int(row[0]) + 1
+        else:
+            base = self.conn.fetchone("SELECT base_len FROM rewind_seqs WHERE id = ?", (seq,))
+            length = int(base[0]) if base else 0
+        self._lengths.put(seq, length)
+        return length
 
     def _locate(self, seq: int, idx: int) -> int:
         """The array in ``seq``'s base chain that holds item ``idx``."""

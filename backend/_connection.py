@@ -471,6 +471,45 @@ class SQLiteConnection(Connection):
         return f"{text} LIKE ? ESCAPE '\\'"
 
 
+class TokenCache:
+    """Answers about the database, kept while no other connection commits (the change
+    token stays the same). This connection's own writes must keep them true (``put``)
+    or forget them (``clear``); a rollback forgets them. Where there is no token
+    (PostgreSQL) nothing is kept. Callers hold the connection's lock."""
+
+    #: Forget everything rather than grow past this many answers.
+    limit = 10_000
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self._token: int | None = None
+        self._values: dict[Any, Any] = {}
+        conn.rolled_back.append(self.clear)
+
+    def _current(self) -> dict[Any, Any] | None:
+        token = self.conn.change_token()
+        if token is None:
+            return None
+        if token != self._token:
+            self._values, self._token = {}, token
+        return self._values
+
+    def get(self, key: Any) -> Any:
+        """The answer kept for ``key``, or None."""
+        values = self._current()
+        return None if values is None else values.get(key)
+
+    def put(self, key: Any, value: Any) -> None:
+        values = self._current()
+        if values is not None:
+            if len(values) >= self.limit:
+                values.clear()
+            values[key] = value
+
+    def clear(self) -> None:
+        self._values, self._token = {}, None
+
+
 def _aborted() -> RewindError:
     return RewindError(
         "a write inside this transaction failed, and a transaction without savepoints "

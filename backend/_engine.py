@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from typing import Any, Union
 
 from ._arrays import SharedArrays
-from ._connection import Connection
+from ._connection import Connection, TokenCache
 from ._values import validate
 from .errors import (
     BranchNotFound,
@@ -235,8 +235,10 @@ class Engine:
         # (``forget_cached``: forks, deletes, imports, rollbacks; the clock also when the
         # connection changed any row since). PostgreSQL has no such token: no caching.
         self._cache = conn.dialect == "sqlite"
-        self._by_name: dict[str, BranchRecord] = {}
-        self._names_token: int | None = None
+        self._by_name = TokenCache(conn)
+        #: Branch id -> (sequence, hash) of the newest event this connection appended to
+        #: its log (``events.append_event``), kept while nobody else commits.
+        self.log_ends = TokenCache(conn)
         self._clock: tuple[int, int, int] | None = None  # (token, total changes, clock)
         # The newest version this connection allocated in its open write transaction
         # (transaction serial, version): the clock until that transaction ends, since
@@ -258,23 +260,18 @@ class Engine:
     def forget_cached(self) -> None:
         """Forget the cached branch records and clock (this connection changed them)."""
         self._by_name.clear()
-        self._names_token = None
+        self.log_ends.clear()
         self._clock = None
         self._allocated = None
 
     def branch(self, name: str) -> BranchRecord:
         """The live branch called ``name``; ``BranchNotFound`` if there is none."""
         check_name(name, "branch")
-        if not self._cache:
-            return self._branch_row(name)
         with self.conn.lock:
-            token = self.conn.change_token()
-            if token != self._names_token:
-                self._by_name.clear()
-                self._names_token = token
-            record = self._by_name.get(name)
+            record: BranchRecord | None = self._by_name.get(name)
             if record is None:
-                record = self._by_name[name] = self._branch_row(name)
+                record = self._branch_row(name)
+                self._by_name.put(name, record)
             return record
 
     def _branch_row(self, name: str) -> BranchRecord:

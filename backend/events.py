@@ -94,7 +94,11 @@ def append_event(
     ``origin``: (branch id, sequence) of the event this one copies (merges carry events).
     """
     record, commit_version, ts = write.branch, write.commit(), write.ts
-    last = write.log_head or last_event(engine, record, commit_version)
+    last = (
+        write.log_head
+        or engine.log_ends.get(record.id)
+        or last_event(engine, record, commit_version)
+    )
     sequence = last[0] + 1 if last else 0
     digest = event_hash(
         last[1] if last else "", sequence, event_type, commit_version, payload_bytes
@@ -113,6 +117,7 @@ def append_event(
         ),
     )
     write.log_head = (sequence, digest)
+    engine.log_ends.put(record.id, (sequence, digest))
     return sequence, digest
 
 

@@ -167,11 +167,13 @@ def test_fork_at_an_inherited_event(db: rewinddb.Database) -> None:
     assert view.events.append("retry.step", {}).sequence == 1
 
 
-def test_appends_in_one_transaction_read_the_log_end_once(db_path: Path) -> None:
+def test_appends_build_on_the_log_end_this_connection_wrote(db_path: Path) -> None:
+    """The log's end is read once: after that, this connection knows it (within one
+    commit, and across commits while no other connection writes)."""
     with rewinddb.open(db_path) as db:
-        db.events.append("before")
         statements: list[str] = []
         db._engine.conn._raw.set_trace_callback(statements.append)
+        db.events.append("before")
         with db.transaction():
             for n in range(3):
                 db.events.append("step", {"n": n})
@@ -179,15 +181,16 @@ def test_appends_in_one_transaction_read_the_log_end_once(db_path: Path) -> None
                 db.events.append("lost")
                 raise KeyError("undo")
             db.events.append("after")
-        db._engine.conn._raw.set_trace_callback(None)
+        db.events.append("later")
         ends = [s for s in statements if s.startswith("SELECT sequence, hash")]
-        assert len(ends) == 1, ends
-        assert [e.event.event_type for e in db.events.list()] == [
-            "before",
-            "step",
-            "step",
-            "step",
-            "after",
-        ]
-        assert [e.event.sequence for e in db.events.list()] == [0, 1, 2, 3, 4]
+        assert len(ends) == 1, ends  # the first append only
+        with rewinddb.open(db_path) as other:
+            other.events.append("elsewhere")
+        statements.clear()
+        db.events.append("last")
+        db._engine.conn._raw.set_trace_callback(None)
+        assert len([s for s in statements if s.startswith("SELECT sequence, hash")]) == 1
+        types = ["before", "step", "step", "step", "after", "later", "elsewhere", "last"]
+        assert [e.event.event_type for e in db.events.list()] == types
+        assert [e.event.sequence for e in db.events.list()] == list(range(len(types)))
         assert db.events.verify().ok

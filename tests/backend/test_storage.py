@@ -213,3 +213,18 @@ def test_a_list_of_text_read_back_is_its_own_and_equal_to_what_was_stored(
     assert db.kv.get("state")["texts"] == texts  # the reader's changes are its own
     with rewinddb.open(db.path) as other:
         assert other.kv.get("state") == db.kv.get("state")
+
+
+def test_a_list_grown_on_another_branch_by_another_connection(db: rewinddb.Database) -> None:
+    """This connection knows how far it wrote an array; another connection extending the
+    same array (from another branch that shares it) must not go unnoticed."""
+    base = [_item(i) for i in range(10)]
+    db.json.set("chat", "$", base)
+    db.branches.fork("default", "other")
+    with rewinddb.open(db.path) as other:
+        other.at("other").json.set("chat", "$", [*base, _item(100)])
+    db.json.set("chat", "$", [*base, _item(200)])
+    assert db.json.get("chat") == [*base, _item(200)]
+    assert db.at("other").json.get("chat") == [*base, _item(100)]
+    with rewinddb.open(db.path) as other:
+        assert other.json.get("chat") == [*base, _item(200)]
