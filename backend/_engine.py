@@ -239,6 +239,10 @@ class Engine:
         #: Branch id -> (sequence, hash) of the newest event this connection appended to
         #: its log (``events.append_event``), kept while nobody else commits.
         self.log_ends = TokenCache(conn)
+        #: (branch id, space, key) -> (kind, refs) of the key's newest entry on that
+        #: branch, which this connection wrote (``write_value``), kept while nobody else
+        #: commits: the next write of the key needs no read of it.
+        self._newest = TokenCache(conn)
         self._clock: tuple[int, int, int] | None = None  # (token, total changes, clock)
         # The newest version this connection allocated in its open write transaction
         # (transaction serial, version): the clock until that transaction ends, since
@@ -261,6 +265,7 @@ class Engine:
         """Forget the cached branch records and clock (this connection changed them)."""
         self._by_name.clear()
         self.log_ends.clear()
+        self._newest.clear()
         self._clock = None
         self._allocated = None
 
@@ -564,6 +569,22 @@ class Engine:
             return None
         return (MISSING,) if status == 2 else (self.decode(kind, body, refs),)
 
+    def newest_entry(
+        self, record: BranchRecord, space: str, key: str
+    ) -> tuple[int, bytes | None] | None:
+        """(kind, refs) of the newest entry of ``key`` visible on ``record`` now, or None:
+        what this connection wrote last when nobody else has written since."""
+        known: tuple[int, bytes | None] | None = self._newest.get((record.id, space, key))
+        if known is not None:
+            return known
+        row = self.read_entry(record, self.clock(), space, key)
+        return None if row is None else (row[0], row[2])
+
+    def exists_now(self, record: BranchRecord, space: str, key: str) -> bool:
+        """Whether ``key`` holds a value on ``record`` now (it is not absent or deleted)."""
+        newest = self.newest_entry(record, space, key)
+        return newest is not None and newest[0] != KIND_DELETED
+
     def read_value(self, record: BranchRecord, version: int, space: str, key: str) -> Any:
         """The value of ``key`` at (record, version), or ``MISSING``."""
         row = self.read_entry(record, version, space, key)
@@ -598,10 +619,10 @@ class Engine:
         kind, body, shared = encoded or self.encode(value, validated=validated)
         refs = None
         if shared:
-            previous = self.read_entry(context.branch, self.clock(), space, key)
+            previous = self.newest_entry(context.branch, space, key)
             previous_refs = None
-            if previous is not None and previous[2] is not None:
-                previous_refs = self.arrays.refs_of(bytes(previous[2]))
+            if previous is not None and previous[1] is not None:
+                previous_refs = self.arrays.refs_of(bytes(previous[1]))
             body, refs = self.arrays.encode(value, shared, previous_refs)
         version = context.commit()
         slot = (space, key)
@@ -617,6 +638,7 @@ class Engine:
                 (context.branch.id, space, key, version, kind, body, refs, context.entry_trigger),
             )
             context.written.add(slot)
+        self._newest.put((context.branch.id, space, key), (kind, refs))
         return version
 
     def write_values(
@@ -640,6 +662,8 @@ class Engine:
             context.written.add(slot)
         if rows:
             self.conn.executemany(self._INSERT_ENTRY, rows)
+            for row in rows:
+                self._newest.put((row[0], space, row[2]), (row[4], None))
         return version
 
     def put_value(

@@ -44,7 +44,7 @@ class KV(KeySpace):
         check_name(key, "key")
         engine = self._engine
         with engine.writing(self._branch, trigger, message) as write:
-            if engine.read_value(write.branch, engine.clock(), self.space, key) is MISSING:
+            if not engine.exists_now(write.branch, self.space, key):
                 return None
             return engine.write_value(write, self.space, key, MISSING)
 

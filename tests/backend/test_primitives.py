@@ -101,6 +101,22 @@ def test_json_documents_read_back_with_sorted_keys(db: rewinddb.Database) -> Non
     assert str(db.json.get("p")) == "{'bonds': 80, 'stocks': 20}"
 
 
+def test_delete_knows_what_another_connection_did_to_the_key(
+    db: rewinddb.Database, db_target: str | Path
+) -> None:
+    """``kv.delete`` says None when there was nothing to delete; what this connection
+    wrote last is not trusted once another connection wrote the key."""
+    db.kv.put("a", 1)
+    with rewinddb.open(db_target) as other:
+        assert other.kv.delete("a") == 2
+    assert db.kv.delete("a") is None and db.version == 2
+    with rewinddb.open(db_target) as other:
+        other.kv.put("a", 3)
+    assert db.kv.delete("a") == 4 and db.kv.get("a") is None
+    assert db.kv.delete("a") is None and db.kv.delete("never") is None
+    assert [h.version for h in db.kv.history("a")] == [1, 2, 3, 4]
+
+
 def test_json_delete_path_and_document(db: rewinddb.Database) -> None:
     db.json.set("d", "$", {"a": {"b": 1, "c": 2}, "list": [1, 2, 3]})
     assert db.json.delete("d", "$.a.b") is not None
