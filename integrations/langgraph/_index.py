@@ -59,11 +59,14 @@ class Index:
         deletes = [key for key in deletes if key not in puts]
         if not puts and not deletes:
             return
-        with self.view.transaction(trigger="langgraph.index"):
-            if puts:
-                self.view.kv.put_many(puts)
-            for key in deletes:
-                self.view.kv.delete(key)
+        if not deletes:  # one write: a version of its own, no transaction to open
+            self.view.kv.put_many(puts, trigger="langgraph.index")
+        else:
+            with self.view.transaction(trigger="langgraph.index"):
+                if puts:
+                    self.view.kv.put_many(puts)
+                for key in deletes:
+                    self.view.kv.delete(key)
         for key, value in puts.items():
             self.memo.put(("index", key), value)
         for key in deletes:
