@@ -225,13 +225,15 @@ def _model_state(value: Any) -> tuple | None:
     if type(fields_set) is not set or not all(type(f) is str for f in fields_set):
         return None
     fields = _fresh(state["__dict__"])
+    extra = _fresh(state["__pydantic_extra__"])
     containers = [k for k, v in fields.items() if type(v) is dict or type(v) is list]
     model = (
         kind,
         fields,
         tuple(k for k in containers if _flat(fields[k])),
         tuple(k for k in containers if not _flat(fields[k])),
-        _fresh(state["__pydantic_extra__"]),
+        extra,
+        extra is not None and _flat(extra),
         frozenset(fields_set),
         _fresh(state["__pydantic_private__"]),
     )
@@ -280,15 +282,17 @@ def _rebuild(model: tuple) -> Any:
     that hold dicts or lists without or with more inside, the only ones to copy). It
     sets what pydantic's own ``__setstate__`` sets, in its order, without building the
     state dict first (``_model_state`` checked that the result equals the model)."""
-    kind, fields, flat, deep, extra, fields_set, private = model
+    kind, fields, flat, deep, extra, extra_flat, fields_set, private = model
     copied = fields.copy()
     for key in flat:  # most of a message's: empty, or plain text (one C call each)
         copied[key] = copied[key].copy()
     for key in deep:
         copied[key] = _fresh(copied[key])
+    if extra is not None:
+        extra = extra.copy() if extra_flat else _fresh(extra)
     value = kind.__new__(kind)
     _set_attribute(value, "__pydantic_fields_set__", set(fields_set))
-    _set_attribute(value, "__pydantic_extra__", None if extra is None else _fresh(extra))
+    _set_attribute(value, "__pydantic_extra__", extra)
     _set_attribute(value, "__pydantic_private__", None if private is None else _fresh(private))
     _set_attribute(value, "__dict__", copied)
     return value
