@@ -252,7 +252,7 @@ _REBUILT_AS_PYDANTIC: set[type] = set()
 def _as_pydantic_rebuilds(rebuilt: Any) -> bool:
     """Whether pydantic's own ``__setstate__``, given ``rebuilt``'s state, makes an object
     with exactly the same attributes (so a pydantic that sets more is noticed)."""
-    kind = type(rebuilt)
+    kind: Any = type(rebuilt)
     state = {key: copy.copy(value) for key, value in rebuilt.__getstate__().items()}
     reference = kind.__new__(kind)
     reference.__setstate__(state)

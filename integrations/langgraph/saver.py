@@ -140,7 +140,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
 
     def _head_id(self, branch: str) -> str | None:
         """The newest checkpoint id written on (or inherited by) ``branch``."""
-        head = self.memo.get(("head", branch))
+        head: str | None = self.memo.get(("head", branch))
         if head is MISSING:
             record = self.db.at(branch).kv.get(_names.CHECKPOINT_KEY)
             head = record["id"] if record else None
@@ -451,7 +451,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
     def _write_keys(self, entry: dict, checkpoint_id: str) -> frozenset[tuple[str, int]]:
         """``(task_id, idx)`` of the writes recorded for a checkpoint."""
         key = ("writes", entry["branch"], checkpoint_id)
-        known = self.memo.get(key)
+        known: frozenset[tuple[str, int]] = self.memo.get(key)
         if known is MISSING:
             events = self.db.at(entry["branch"]).events.list(
                 event_type=_names.WRITE_EVENT,
