@@ -103,6 +103,7 @@ class SharedArrays:
         if len(prefix) > KNOWN_BYTES // 8:
             return
         kept = tuple(items) if all(type(item) in _SCALARS for item in items) else None
+        self._recall(seq, length)  # written again (grown back to a length it had)
         self._known[(seq, length)] = (prefix, last_hash, kept)
         self._known_bytes += _size(prefix, kept)
         while self._known_bytes > KNOWN_BYTES:

@@ -94,6 +94,8 @@ class Connection:
         self._closed = False
         #: Called after a transaction rolls back (caches of rows it wrote are stale).
         self.rolled_back: list[Callable[[], None]] = []
+        #: How many times writes were rolled back: part of ``Database.change_mark()``.
+        self.rollbacks = 0
         #: (schema version found, schema version now), set by ``ensure_schema``.
         self.schema_migrated = (0, 0)
         #: ``ensure_schema`` has checked (and migrated) the schema: it is the current one.
@@ -207,6 +209,12 @@ class Connection:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def _after_rollback(self) -> None:
+        """Writes were rolled back (a transaction, or a level's savepoint)."""
+        self.rollbacks += 1
+        for callback in self.rolled_back:
+            callback()
 
     @property
     def write_transaction(self) -> int | None:
@@ -332,22 +340,19 @@ class Connection:
                     # A shared savepoint is as fresh as when this level began; an own one
                     # is gone, and the enclosing one was not fresh (else it was shared).
                     self._fresh_savepoint = None if own else savepoint
-                for callback in self.rolled_back:
-                    callback()
+                self._after_rollback()
                 raise
             self._depth -= 1
             self._fresh_savepoint = None
             if depth == 0:
                 if self._doomed:
                     self._end(commit=False)
-                    for callback in self.rolled_back:
-                        callback()
+                    self._after_rollback()
                     raise _aborted()
                 try:
                     self._end(commit=True)
                 except RewindError:  # the commit failed: nothing was written
-                    for callback in self.rolled_back:
-                        callback()
+                    self._after_rollback()
                     raise
             elif own:
                 self._run(f"RELEASE SAVEPOINT {savepoint}", ())
@@ -475,7 +480,12 @@ class TokenCache:
     """Answers about the database, kept while no other connection commits (the change
     token stays the same). This connection's own writes must keep them true (``put``)
     or forget them (``clear``); a rollback forgets them. Where there is no token
-    (PostgreSQL) nothing is kept. Callers hold the connection's lock."""
+    (PostgreSQL) nothing is kept. Callers hold the connection's lock.
+
+    An answer is kept under the token seen before it was read (by ``get``, or by the
+    previous ``put``): outside a transaction another connection may commit between the
+    read and ``put``, and then the answer may be older than the token ``put`` sees, so
+    it is dropped instead."""
 
     #: Forget everything rather than grow past this many answers.
     limit = 10_000
@@ -500,11 +510,15 @@ class TokenCache:
         return None if values is None else values.get(key)
 
     def put(self, key: Any, value: Any) -> None:
-        values = self._current()
-        if values is not None:
-            if len(values) >= self.limit:
-                values.clear()
-            values[key] = value
+        token = self.conn.change_token()
+        if token is None:
+            return
+        if token != self._token:  # someone committed since this answer may have been read
+            self._values, self._token = {}, token
+            return
+        if len(self._values) >= self.limit:
+            self._values.clear()
+        self._values[key] = value
 
     def clear(self) -> None:
         self._values, self._token = {}, None

@@ -230,24 +230,28 @@ class Database(_Primitives):
         A write that fails inside is undone on its own (a savepoint), so the block may
         catch the error and go on. ``savepoints=False`` saves those statements for code
         that never does: a failed write inside then rolls back the whole block at its end,
-        even if caught (``RewindError``, code ``transaction.aborted``). Only the outermost
-        block chooses."""
+        even if caught (``RewindError``, code ``transaction.aborted``), and later writes
+        in the block are refused; reads in it may see part of the failed write (SQLite)
+        or fail (PostgreSQL). Only the outermost block chooses."""
         check_flag(savepoints, "savepoints")
         with self._engine.atomic(savepoints=savepoints):
             yield
 
-    def change_mark(self) -> tuple[int, int] | None:
+    def change_mark(self) -> tuple[int, int, int] | None:
         """A value that stays equal while nothing writes to the database (no other code on
-        this connection, no other process); None where that cannot be told cheaply
-        (PostgreSQL). For caches kept beside the database: read it inside ``db.read()``
-        or ``db.atomic()``, and trust what was cached only while it is unchanged. Read
-        after the last write of a ``db.atomic()`` block, it is the mark the database
-        has once the block commits."""
+        this connection, no other process) and nothing is rolled back; None where that
+        cannot be told cheaply (PostgreSQL). For caches kept beside the database: read
+        it inside ``db.read()`` or ``db.atomic()``, and trust what was cached only while
+        it is unchanged. Read after the last write of a ``db.atomic()`` block, it is the
+        mark the database has once the block commits (if an enclosing block rolls back
+        instead, the mark moves on)."""
         conn = self._engine.conn
         with conn.lock:
             conn.check_open()
             token = conn.change_token()
-            return None if token is None else (token, conn.total_changes())
+            if token is None:
+                return None
+            return token, conn.total_changes(), conn.rollbacks
 
     # -- views and history -------------------------------------------------------
 

@@ -31,7 +31,7 @@ class Memo:
 
     def __init__(self, db: rewinddb.Database) -> None:
         self.db = db
-        self._mark: tuple[int, int] | None = None
+        self._mark: tuple[int, int, int] | None = None
         self._values: dict[Hashable, Any] = {}
         # The calling thread's view while it writes or reads: (answers, staged or None).
         self._local = threading.local()
@@ -48,14 +48,14 @@ class Memo:
             self.forget()
         self._local.view = (self._values, {})
 
-    def end(self) -> tuple[dict[Hashable, Any], tuple[int, int] | None]:
+    def end(self) -> tuple[dict[Hashable, Any], tuple[int, int, int] | None]:
         """After the write's last statement, still inside its transaction: what it
         staged, and the mark the database has once it commits."""
         view = getattr(self._local, "view", None)
         self._local.view = None
         return (view[1] if view else {}), self.db.change_mark()
 
-    def keep(self, ended: tuple[dict[Hashable, Any], tuple[int, int] | None]) -> None:
+    def keep(self, ended: tuple[dict[Hashable, Any], tuple[int, int, int] | None]) -> None:
         """The write committed: what it staged is now known."""
         staged, mark = ended
         if mark is None:

@@ -879,3 +879,33 @@ def test_a_branch_another_connection_deleted_or_recreated_is_seen_at_once(
             view.kv.put("k", "mine")
             assert other.at("b").kv.get("k") == "mine"
             assert other.version == db.version
+
+
+def test_a_branch_replaced_while_it_is_being_looked_up(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection keeps branch records while no other connection commits. Another
+    connection that deletes a branch and forks a new one of the same name between this
+    connection's read of the record and its keeping it must not leave the old record
+    trusted: later writes would go to the deleted branch."""
+    with rewinddb.open(db_path) as db, rewinddb.open(db_path) as other:
+        db.branches.fork("default", "b")
+        db.at("b").kv.put("x", "old b")
+        other.kv.put("bump", 1)  # what `db` knows of branches is no longer trusted
+        engine = db._engine
+        read_row = engine._branch_row
+
+        def read_then_replaced(name: str) -> Any:
+            record = read_row(name)
+            if name == "b":  # the other connection commits right after the read
+                monkeypatch.setattr(engine, "_branch_row", read_row)
+                other.branches.delete("b")
+                other.branches.fork("default", "b")
+            return record
+
+        monkeypatch.setattr(engine, "_branch_row", read_then_replaced)
+        db.at("b").kv.get("x")  # the read in flight may answer from the old branch
+        assert db.at("b").kv.get("x") is None  # the new branch "b" has no x
+        db.at("b").kv.put("y", "by db")
+        assert other.at("b").kv.get("y") == "by db"
+        assert engine.branch("b").id == engine.live_branch_id("b")

@@ -401,6 +401,11 @@ def test_change_mark_changes_with_any_write_and_only_then(
     with rewinddb.open(db_target) as other:
         other.kv.put("c", 1)
     assert db.change_mark() != inside
+    before_rollback = db.change_mark()
+    with pytest.raises(KeyError), db.atomic():
+        db.kv.put("d", 1)
+        raise KeyError("rolled back")
+    assert db.change_mark() != before_rollback  # a rollback moves the mark too
     db.close()
     with pytest.raises(rewinddb.DatabaseClosedError):
         db.change_mark()

@@ -228,3 +228,20 @@ def test_a_list_grown_on_another_branch_by_another_connection(db: rewinddb.Datab
     assert db.at("other").json.get("chat") == [*base, _item(100)]
     with rewinddb.open(db.path) as other:
         assert other.json.get("chat") == [*base, _item(200)]
+
+
+def test_what_is_remembered_of_arrays_is_counted_once(
+    db: rewinddb.Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A list grown, shrunk and grown back is remembered again at a length it had: its
+    bytes are counted once, so the memory stays within its bound and keeps working."""
+    monkeypatch.setattr(_arrays, "KNOWN_BYTES", 200_000)
+    base = [f"m{i}-" + "x" * 60 for i in range(40)]
+    arrays = db._engine.arrays
+    for _ in range(50):
+        db.kv.put("L", {"m": [*base, "extra-" + "y" * 60]})
+        db.kv.put("L", {"m": base})
+    counted = sum(_arrays._size(known[0], known[2]) for known in arrays._known.values())
+    assert arrays._known_bytes == counted
+    assert arrays._known  # still remembering
+    assert db.kv.get("L") == {"m": base}

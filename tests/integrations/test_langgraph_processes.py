@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from chat_graphs import chat_graph, thread
+from langgraph.checkpoint.base import empty_checkpoint
 
 import rewinddb
 from rewinddb.integrations.langgraph import RewindSaver
@@ -147,3 +148,41 @@ def test_a_failed_put_leaves_the_saver_no_false_memory(
     assert [b.name for b in db.branches.list() if b.name.startswith("lg/")] == ["lg/t"]
     for snapshot in graph.get_state_history(thread("t")):
         assert saver.get_tuple(snapshot.config) is not None
+
+
+def _put(saver: RewindSaver, config: dict, step: int, checkpoint_id: str) -> dict:
+    checkpoint = empty_checkpoint()
+    checkpoint["id"] = checkpoint_id
+    checkpoint["channel_values"] = {"x": step}
+    checkpoint["channel_versions"] = {"x": step}
+    return saver.put(config, checkpoint, {"source": "loop", "step": step}, {"x": step})  # type: ignore[arg-type,return-value]
+
+
+def test_a_put_inside_the_applications_rolled_back_transaction(
+    saver: RewindSaver, db: rewinddb.Database
+) -> None:
+    """A saver write inside the application's own ``db.atomic()`` is part of it: when
+    that block rolls back, the saver must not remember the checkpoint it wrote."""
+    t = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    first = _put(saver, t, 1, "00000001")
+    new = {"configurable": {"thread_id": "new", "checkpoint_ns": ""}}
+    for parent, checkpoint_id in ((first, "00000002"), (new, "00000010")):
+        with pytest.raises(RuntimeError), db.atomic():
+            _put(saver, parent, 2, checkpoint_id)
+            raise RuntimeError("the application fails after the checkpoint")
+    latest = saver.get_tuple(t)
+    assert latest is not None and latest.config["configurable"]["checkpoint_id"] == "00000001"
+    assert saver.get_tuple(new) is None
+    _put(saver, first, 3, "00000003")
+    _put(saver, new, 1, "00000011")
+    with RewindSaver.from_path(db.path) as fresh:  # what another saver reads agrees
+        assert [c.config["configurable"]["checkpoint_id"] for c in fresh.list(t)] == [
+            "00000003",
+            "00000001",
+        ]
+        fresh_new = fresh.get_tuple(new)
+        assert fresh_new is not None
+        assert fresh_new.config["configurable"]["checkpoint_id"] == "00000011"
+        names = [b.name for b in db.branches.list() if b.name.startswith("lg/")]
+        assert sorted(names) == ["lg/new", "lg/t"]  # none left from the rolled-back writes
+        _put(fresh, fresh_new.config, 5, "00000020")  # the records point at live branches
