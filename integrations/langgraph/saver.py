@@ -178,10 +178,18 @@ class RewindSaver(BaseCheckpointSaver[str]):
             entry = self.index.get(_names.checkpoint_key(thread_id, checkpoint_ns, checkpoint_id))
             if entry is None:
                 return None
-            # The checkpoint record and every channel, in one read of the branch's keys.
-            view = listing.view(entry["read"]) if listing else self.db.at(entry["read"])
-            stored_keys = view.kv.items(as_of=entry["version"])
-            writes = self._write_payloads(entry, checkpoint_id, listing)
+            # The checkpoint record and every channel, in one read of the branch's keys
+            # (none when it is the checkpoint this saver just wrote there).
+            known = self.memo.get(("keys", entry["read"]))
+            if known is not MISSING and known[0] == entry["version"]:
+                stored_keys = known[1]
+            else:
+                view = listing.view(entry["read"]) if listing else self.db.at(entry["read"])
+                stored_keys = view.kv.items(as_of=entry["version"])
+            if self.memo.get(("writes", entry["branch"], checkpoint_id)) == frozenset():
+                writes = []  # it has no pending writes
+            else:
+                writes = self._write_payloads(entry, checkpoint_id, listing)
         stored = stored_keys[_names.CHECKPOINT_KEY]
         checkpoint: Checkpoint = load_typed(self.serde, stored["checkpoint"])
         values: dict[str, Any] = {}
@@ -350,6 +358,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 version = view.kv.put_many(puts)
                 for key in gone:
                     view.kv.delete(key)
+            self._remember_keys(branch, version, puts, gone)
             entry = {
                 "branch": branch,
                 "read": branch,
@@ -369,6 +378,20 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 self._append_writes(entry, checkpoint_id, writes, task_id, task_path)
             self._early_writes.pop(early_key, None)  # kept if anything above failed
         return _config(thread_id, checkpoint_ns, checkpoint_id)
+
+    def _remember_keys(
+        self, branch: str, version: int, puts: dict[str, Any], gone: builtins.list[str]
+    ) -> None:
+        """Remember the keys ``branch`` holds at ``version`` (just written), as stored, so
+        loading that checkpoint reads none of them."""
+        known = self.memo.get(("keys", branch))
+        if known is MISSING:
+            keys = self.db.at(branch).kv.items()
+        else:
+            keys = {**known[1], **puts}
+            for key in gone:
+                keys.pop(key, None)
+        self.memo.put(("keys", branch), (version, keys))
 
     def _index_checkpoint(
         self,

@@ -186,3 +186,31 @@ def test_a_put_inside_the_applications_rolled_back_transaction(
         names = [b.name for b in db.branches.list() if b.name.startswith("lg/")]
         assert sorted(names) == ["lg/new", "lg/t"]  # none left from the rolled-back writes
         _put(fresh, fresh_new.config, 5, "00000020")  # the records point at live branches
+
+
+def test_loading_the_checkpoint_just_written_from_memory(tmp_path: Path) -> None:
+    """``get_tuple`` of the checkpoint the saver just wrote reads none of the branch's
+    keys (it knows them) and gives what a saver reading the database gives, pending
+    writes included; once another connection writes the thread, it reads again."""
+    with rewinddb.open(tmp_path / "agents") as db, rewinddb.open(tmp_path / "agents") as other:
+        saver, fresh = RewindSaver(db), RewindSaver(other)
+        graph = chat_graph(saver)
+        graph.invoke({"log": ["a"]}, thread("t"), durability="sync")
+        head = saver.get_tuple(thread("t"))
+        assert head is not None
+        saver.put_writes(head.config, [("log", ["pending"])], "task-1")  # type: ignore[arg-type]
+        statements: list[str] = []
+        db._engine.conn._raw.set_trace_callback(statements.append)
+        mine = saver.get_tuple(thread("t"))
+        db._engine.conn._raw.set_trace_callback(None)
+        assert not [s for s in statements if "FROM rewind_entries" in s], statements
+        theirs = fresh.get_tuple(thread("t"))
+        assert mine is not None and theirs is not None
+        assert mine.checkpoint == theirs.checkpoint and mine.metadata == theirs.metadata
+        assert mine.pending_writes == theirs.pending_writes == [("task-1", "log", ["pending"])]
+        chat_graph(fresh).invoke({"log": ["b"]}, thread("t"), durability="sync")
+        again = saver.get_tuple(thread("t"))
+        assert again is not None and again.checkpoint["channel_values"]["log"][-2:] == [
+            "b",
+            "reply 3",
+        ]
