@@ -527,7 +527,7 @@ class TokenCache:
 def _aborted() -> RewindError:
     return RewindError(
         "a write inside this transaction failed, and a transaction without savepoints "
-        "cannot undo one write alone: everything it wrote was rolled back",
+        "cannot undo one write alone: it rolls back whole, and writes no more",
         code="transaction.aborted",
     )
 
