@@ -28,16 +28,22 @@ class Memo:
 
     #: Forget everything rather than grow past this many answers.
     limit = 20_000
+    #: Answers of these kinds hold whole channel values (``("keys", branch)``): forget
+    #: them all rather than keep them for more than ``big_limit`` branches, so memory
+    #: stays bounded however many threads one saver serves.
+    big_kinds = frozenset({"keys"})
+    big_limit = 64
 
     def __init__(self, db: rewinddb.Database) -> None:
         self.db = db
         self._mark: tuple[int, int, int] | None = None
         self._values: dict[Hashable, Any] = {}
+        self._big = 0  # how many answers of ``big_kinds`` ``_values`` holds
         # The calling thread's view while it writes or reads: (answers, staged or None).
         self._local = threading.local()
 
     def forget(self) -> None:
-        self._mark, self._values = None, {}
+        self._mark, self._values, self._big = None, {}, 0
         self._local.view = None
 
     def begin(self) -> None:
@@ -60,10 +66,20 @@ class Memo:
         staged, mark = ended
         if mark is None:
             return
-        values = {**self._values, **staged} if len(self._values) < self.limit else staged
+        old = self._values if len(self._values) < self.limit else {}
+        big = (0 if old is not self._values else self._big) + sum(
+            1 for key in staged if key not in old and self._is_big(key)
+        )
+        values = {**old, **staged}
+        if big > self.big_limit:
+            values = {key: value for key, value in values.items() if not self._is_big(key)}
+            big = 0
         self._mark = None  # a reader trusts the answers only once the mark matches again
-        self._values = values
+        self._values, self._big = values, big
         self._mark = mark
+
+    def _is_big(self, key: Hashable) -> bool:
+        return isinstance(key, tuple) and bool(key) and key[0] in self.big_kinds
 
     @contextmanager
     def reading(self) -> Iterator[None]:

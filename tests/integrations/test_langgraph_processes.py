@@ -214,3 +214,18 @@ def test_loading_the_checkpoint_just_written_from_memory(tmp_path: Path) -> None
             "b",
             "reply 3",
         ]
+
+
+def test_the_saver_remembers_whole_channel_values_for_a_few_threads_only(
+    saver: RewindSaver,
+) -> None:
+    """What the saver keeps of each branch's keys (to load the checkpoint it just wrote)
+    is bounded by a number of branches, however many threads it serves."""
+    saver.memo.big_limit = 5
+    graph = chat_graph(saver)
+    for number in range(12):
+        graph.invoke({"log": [f"t{number}"]}, thread(f"t{number}"), durability="sync")
+        kept = [key for key in saver.memo._values if key[0] == "keys"]
+        assert len(kept) <= 5 and saver.memo._big == len(kept)
+    for number in range(12):  # every thread still loads right, remembered or read
+        assert graph.get_state(thread(f"t{number}")).values["log"] == [f"t{number}", "reply 1"]
