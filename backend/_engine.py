@@ -229,12 +229,13 @@ class Engine:
         self._records: dict[int, BranchRecord] = {}
         conn.rolled_back.append(self._records.clear)  # ids of rolled-back rows get reused
         self._group: WriteContext | None = None
-        # Live branches by name and the clock, as read while the connection's change token
-        # (SQLite: PRAGMA data_version, which only another connection's commit changes)
-        # had the value they are stored with. This connection's own changes forget them
-        # (``forget_cached``: forks, deletes, imports, rollbacks; the clock also when the
-        # connection changed any row since). PostgreSQL has no such token: no caching.
+        # What this connection read or wrote, kept while its change token (SQLite: PRAGMA
+        # data_version, which only another connection's commit changes) stays the same;
+        # forks, deletes, imports and rollbacks forget it (``forget_cached``), and the
+        # clock is also read again once this connection changed any row. PostgreSQL has
+        # no such token: nothing is kept (``_cache`` spares the clock even the check).
         self._cache = conn.dialect == "sqlite"
+        #: Live branch records by name.
         self._by_name = TokenCache(conn)
         #: Branch id -> (sequence, hash) of the newest event this connection appended to
         #: its log (``events.append_event``), kept while nobody else commits.

@@ -50,9 +50,15 @@ class Memo:
         """Inside the saver's write transaction: use what is known if nothing else wrote
         since, and stage what this write makes known."""
         mark = self.db.change_mark()
-        if mark is None or mark != self._mark:
+        self._local.trusted = mark is not None and mark == self._mark
+        if not self._local.trusted:
             self.forget()
         self._local.view = (self._values, {})
+
+    def trusted(self) -> bool:
+        """Whether the current write began with what is known still true (nothing else
+        wrote since the saver's last write): only then is more worth remembering."""
+        return bool(getattr(self._local, "trusted", False)) and self.writing()
 
     def end(self) -> tuple[dict[Hashable, Any], tuple[int, int, int] | None]:
         """After the write's last statement, still inside its transaction: what it

@@ -383,9 +383,13 @@ class RewindSaver(BaseCheckpointSaver[str]):
         self, branch: str, version: int, puts: dict[str, Any], gone: builtins.list[str]
     ) -> None:
         """Remember the keys ``branch`` holds at ``version`` (just written), as stored, so
-        loading that checkpoint reads none of them."""
+        loading that checkpoint reads none of them. They are read once when not known, and
+        only while the saver is the only writer (else every put would read them in vain:
+        on PostgreSQL, or with other processes writing in between)."""
         known = self.memo.get(("keys", branch))
         if known is MISSING:
+            if not self.memo.trusted():
+                return
             keys = self.db.at(branch).kv.items()
         else:
             keys = {**known[1], **puts}

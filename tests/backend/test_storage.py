@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import rewinddb
@@ -10,6 +12,19 @@ from rewinddb import _arrays
 
 def _item(i: int) -> dict[str, object]:
     return {"role": "user" if i % 2 else "assistant", "n": i, "text": f"{i:04d}" + "x" * 480}
+
+
+def _record_calls(monkeypatch: pytest.MonkeyPatch, name: str) -> list[Any]:
+    """The argument of every call of ``_arrays.<name>`` (dumps or loads) from now on."""
+    calls: list[Any] = []
+    real = getattr(_arrays, name)
+
+    def recording(value: Any) -> Any:
+        calls.append(value)
+        return real(value)
+
+    monkeypatch.setattr(_arrays, name, recording)
+    return calls
 
 
 def _stored_bytes(db: rewinddb.Database) -> int:
@@ -108,14 +123,7 @@ def test_a_grown_list_encodes_only_the_appended_items(
 ) -> None:
     items = [_item(i) for i in range(50)]
     db.kv.put("state", {"messages": items})
-    encoded: list[object] = []
-    real_dumps = _arrays.dumps
-
-    def counting(value: object) -> bytes:
-        encoded.append(value)
-        return real_dumps(value)
-
-    monkeypatch.setattr(_arrays, "dumps", counting)
+    encoded = _record_calls(monkeypatch, "dumps")
     for i in range(50, 60):
         items.append(_item(i))
         encoded.clear()
@@ -192,14 +200,7 @@ def test_a_list_of_text_read_back_is_its_own_and_equal_to_what_was_stored(
     texts += [7, 2.5, True, None, 'é \u2028 \\ "']
     objects = [_item(i) for i in range(20)]
     db.kv.put("state", {"texts": texts, "objects": objects})
-    parsed: list[bytes] = []
-    real_loads = _arrays.loads
-
-    def counting(data: bytes) -> object:
-        parsed.append(data)
-        return real_loads(data)
-
-    monkeypatch.setattr(_arrays, "loads", counting)
+    parsed = _record_calls(monkeypatch, "loads")
     first = db.kv.get("state")
     assert first == {"texts": texts, "objects": objects}
     assert not [data for data in parsed if data.startswith(b'["0000')]  # texts: not parsed
