@@ -9,7 +9,7 @@ import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -50,6 +50,20 @@ def _target(config: RunnableConfig | None, what: str) -> tuple[str, str, str | N
     return str(thread_id), str(checkpoint_ns), checkpoint_id
 
 
+def _before_id(before: RunnableConfig | None) -> str | None:
+    """The checkpoint id a ``list(before=...)`` config names: LangGraph passes only
+    ``{"configurable": {"checkpoint_id": ...}}`` there (no thread), and so do users."""
+    if before is None:
+        return None
+    if not isinstance(before, dict) or not isinstance(before.get("configurable"), dict):
+        raise ValueError(
+            "list(before=...) needs a config like "
+            f"{{'configurable': {{'checkpoint_id': ...}}}}, got {before!r}"
+        )
+    checkpoint_id = before["configurable"].get("checkpoint_id")
+    return str(checkpoint_id) if checkpoint_id else None
+
+
 def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
     return {
         "configurable": {
@@ -58,6 +72,32 @@ def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableC
             "checkpoint_id": checkpoint_id,
         }
     }
+
+
+def _versions_on_fork(
+    checkpoint: Checkpoint, held: ChannelVersions, new_versions: ChannelVersions
+) -> ChannelVersions:
+    """The channels to store for a checkpoint that starts a new branch, which holds
+    ``held`` (its fork point's versions). LangGraph's ``new_versions`` are relative to the
+    checkpoint the values came from, which for a copy (``update_state(..., as_node=
+    "__copy__")``, saved under the original's parent with ``new_versions={}``) is not
+    that fork point: every channel it does not hold at the checkpoint's version."""
+    values = checkpoint.get("channel_values", {})
+    stale = {
+        channel: version
+        for channel, version in checkpoint["channel_versions"].items()
+        if held.get(channel) != version and (channel in values or channel in held)
+    }
+    return {**stale, **new_versions}
+
+
+class _Placement(NamedTuple):
+    """Where ``put`` stores a checkpoint."""
+
+    branch: str
+    index_puts: dict[str, Any]  # index entries the placement creates
+    namespace: dict | None  # the namespace's index record as it was read
+    fork_versions: ChannelVersions | None  # a new branch: the channel versions it holds
 
 
 class _Listing:
@@ -235,7 +275,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
             thread_id, _, wanted_id = _target(config, "list")
             ns = config["configurable"].get("checkpoint_ns")
             keys = self.index.records(thread_id, None if ns is None else str(ns))
-        before_id = _target(before, "list(before=...)")[2] if before else None
+        before_id = _before_id(before)
         found = sorted((_names.parse_checkpoint_key(key) for key in keys), key=lambda t: t[2])
         count = 0
         listing = _Listing(self.db)
@@ -286,9 +326,9 @@ class RewindSaver(BaseCheckpointSaver[str]):
 
     def _branch_for(
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, parent_id: str | None
-    ) -> tuple[str, dict[str, Any], dict | None]:
-        """The branch a new checkpoint goes on, the index entries that creates, and the
-        namespace's index record as it was read."""
+    ) -> _Placement:
+        """Where a new checkpoint goes: its branch, forked from its parent's point when
+        the parent already has a child there (or from nothing)."""
         ns_key = _names.namespace_key(thread_id, checkpoint_ns)
         namespace = self.index.get(ns_key)
         main = namespace["main"] if namespace else None
@@ -299,10 +339,10 @@ class RewindSaver(BaseCheckpointSaver[str]):
         )
         if parent is not None:
             if self._head_id(parent["branch"]) == parent_id:
-                return parent["branch"], {}, namespace
+                return _Placement(parent["branch"], {}, namespace, None)
             source, at = parent["branch"], parent["version"]
         elif main is not None and self._head_id(main) is None:
-            return main, {}, namespace
+            return _Placement(main, {}, namespace, None)
         else:
             source, at = "default", 0
         if main is None:
@@ -313,7 +353,15 @@ class RewindSaver(BaseCheckpointSaver[str]):
         created: dict[str, Any] = {_names.owned_key(thread_id, name): True}
         if main is None:
             created[ns_key] = {"main": name, "head": None}
-        return name, created, namespace
+        return _Placement(name, created, namespace, self._channel_versions(parent))
+
+    def _channel_versions(self, entry: dict | None) -> ChannelVersions:
+        """The channel versions of the checkpoint an index entry names ({} for none)."""
+        if entry is None:
+            return {}
+        record = self.db.at(entry["read"]).kv.get(_names.CHECKPOINT_KEY, as_of=entry["version"])
+        versions: ChannelVersions = load_typed(self.serde, record["checkpoint"])["channel_versions"]
+        return versions
 
     def put(
         self,
@@ -329,9 +377,10 @@ class RewindSaver(BaseCheckpointSaver[str]):
         rest = {k: v for k, v in checkpoint.items() if k != "channel_values"}
         values = checkpoint.get("channel_values", {})
         with self._writing():
-            branch, index_puts, namespace = self._branch_for(
-                thread_id, checkpoint_ns, checkpoint_id, parent_id
-            )
+            placement = self._branch_for(thread_id, checkpoint_ns, checkpoint_id, parent_id)
+            branch, index_puts, namespace = placement[:3]
+            if placement.fork_versions is not None:
+                new_versions = _versions_on_fork(checkpoint, placement.fork_versions, new_versions)
             view = self.db.at(branch)
             events = self.memo.get(("events", branch))
             if events is MISSING:
