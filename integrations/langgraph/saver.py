@@ -23,6 +23,7 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 import rewinddb
 
@@ -158,14 +159,25 @@ class RewindSaver(BaseCheckpointSaver[str]):
     """
 
     def __init__(self, db: rewinddb.Database, *, serde: SerializerProtocol | None = None):
-        super().__init__(serde=serde)
+        super().__init__(serde=serde or JsonPlusSerializer())
         self.db = db
         self.memo = Memo(db)
         self.index = Index(db, self.memo)
         self.lock = threading.RLock()
-        self._encoder = Encoder(self.serde)
-        self._decoder = Decoder(self.serde)
         self._early_writes: dict[tuple[str, str, str], list[tuple[list, str, str]]] = {}
+
+    @property
+    def serde(self) -> SerializerProtocol:
+        """The serializer of stored values. Setting it (as LangGraph's ``with_allowlist``
+        does on a copy of the saver when strict msgpack is on) also gives the saver
+        codecs that use it."""
+        return self._serde
+
+    @serde.setter
+    def serde(self, serde: SerializerProtocol) -> None:
+        self._serde = serde
+        self._encoder = Encoder(serde)
+        self._decoder = Decoder(serde)
 
     @classmethod
     @contextmanager

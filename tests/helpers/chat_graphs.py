@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from langgraph.graph import END, START, StateGraph
@@ -13,6 +14,13 @@ from rewinddb.integrations.langgraph import RewindSaver
 
 class State(TypedDict):
     log: Annotated[list[str], operator.add]
+
+
+@dataclass
+class Note:
+    """A value of the user's own type: a strict serde rebuilds it only when allowed."""
+
+    text: str
 
 
 def chat_graph(saver: RewindSaver) -> Any:

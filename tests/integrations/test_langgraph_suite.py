@@ -5,6 +5,7 @@ takes a checkpointer fixture, with ours in place of SQLite's; here it runs in fu
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -33,13 +34,18 @@ def test_the_suite_runs_the_langgraph_version_pyproject_pins() -> None:
 
 
 @pytest.mark.slow
-def test_langgraph_own_suite_passes_with_rewind_saver(tmp_path: Path) -> None:
+@pytest.mark.parametrize("strict_msgpack", [False, True], ids=["default", "strict_msgpack"])
+def test_langgraph_own_suite_passes_with_rewind_saver(tmp_path: Path, strict_msgpack: bool) -> None:
+    """Also in LangGraph's strict msgpack mode, where every graph is compiled with a
+    copy of the saver whose serde rebuilds only the types the graph's schemas name."""
     report = tmp_path / "suite.xml"
+    env = {**os.environ, "LANGGRAPH_STRICT_MSGPACK": "true" if strict_msgpack else "false"}
     run = subprocess.run(
         [sys.executable, str(RUN), "--", f"--junitxml={report}"],
         capture_output=True,
         text=True,
         timeout=1800,
+        env=env,
     )
     cases = ET.parse(report).getroot().iter("testcase")
     outcomes: dict[str, str] = {}

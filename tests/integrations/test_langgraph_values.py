@@ -11,6 +11,7 @@ import datetime
 import threading
 from typing import Annotated, Any
 
+from chat_graphs import Note, thread
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
@@ -285,3 +286,27 @@ def test_a_message_is_recognised_by_its_state_only_where_that_is_all_it_dumps() 
         assert after != before and after == _codec.dump_item(serde, model)
     assert encoder._how(AIMessage) == _codec._STATE
     assert encoder._how(_Labelled) == encoder._how(_Shouting) == _codec._TO_PYTHON
+
+
+def test_a_copy_of_the_saver_with_an_allowlist_decodes_what_it_allows(
+    db: rewinddb.Database,
+) -> None:
+    """LangGraph's strict msgpack mode compiles a graph with ``saver.with_allowlist``
+    (a shallow copy given a new serde): the copy must decode with that serde."""
+    strict = RewindSaver(db, serde=JsonPlusSerializer(allowed_msgpack_modules=None))
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"note": Note("hi")}
+    checkpoint["channel_versions"] = {"note": "1"}
+    config = strict.put(thread("t"), checkpoint, {"step": 0}, {"note": "1"})
+
+    def note(saver: RewindSaver) -> Any:
+        loaded = saver.get_tuple(config)
+        assert loaded is not None
+        return loaded.checkpoint["channel_values"]["note"]
+
+    assert not isinstance(note(strict), Note)  # not on the allowlist: not rebuilt
+    allowed = strict.with_allowlist([("chat_graphs", "Note")])
+    assert allowed is not strict and note(allowed) == Note("hi")
+    assert not isinstance(note(strict), Note)  # the original keeps its own serde
+    strict.serde = JsonPlusSerializer()  # setting the serde changes what it decodes with
+    assert note(strict) == Note("hi")

@@ -9,6 +9,7 @@ checkpointers named (ours by default)::
     python tests/langgraph_suite/run.py                          # rewind, rewind_aio
     python tests/langgraph_suite/run.py --checkpointers sqlite,sqlite_aio
     python tests/langgraph_suite/run.py -- -k time_travel -x     # pytest's own options
+    LANGGRAPH_STRICT_MSGPACK=true python tests/langgraph_suite/run.py   # its strict mode
 
 The source release is downloaded once into ``build/langgraph-suite/``. The exit code is
 pytest's; no test run (pytest's 5) is a failure too. Tests that need servers started
