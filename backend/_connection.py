@@ -216,6 +216,15 @@ class Connection:
         for callback in self.rolled_back:
             callback()
 
+    def _transaction_lost(self) -> bool:
+        """The open transaction was rolled back by the database itself (not by us)."""
+        return False
+
+    def _as_rewind_error(self, error: BaseException) -> BaseException:
+        """What a failure inside a write transaction surfaces as: a driver's error (disk
+        full, I/O error, an interrupted statement) becomes a ``storage`` RewindError."""
+        return error
+
     @property
     def write_transaction(self) -> int | None:
         """The serial number of the open write transaction (None outside one): nobody
@@ -325,14 +334,23 @@ class Connection:
             self._depth += 1
             try:
                 yield
-            except BaseException:
+            except BaseException as error:
                 self._depth -= 1
+                failure = self._as_rewind_error(error)
                 if depth == 0:
                     self._fresh_savepoint = None
-                    self._end(commit=False)
-                elif savepoint is None:  # no savepoint: the transaction's end rolls back
+                    try:
+                        self._end(commit=False)
+                    finally:
+                        self._after_rollback()
+                elif savepoint is None or self._transaction_lost():
+                    # No savepoint, or the database rolled the whole transaction back
+                    # itself (SQLite does on a full disk): the transaction's end rolls
+                    # back, and what it wrote is forgotten now.
                     self._doomed = True
-                    raise
+                    self._fresh_savepoint = None
+                    if savepoint is not None:
+                        self._after_rollback()
                 else:
                     self._run(f"ROLLBACK TO SAVEPOINT {savepoint}", ())
                     if own:
@@ -340,8 +358,10 @@ class Connection:
                     # A shared savepoint is as fresh as when this level began; an own one
                     # is gone, and the enclosing one was not fresh (else it was shared).
                     self._fresh_savepoint = None if own else savepoint
-                self._after_rollback()
-                raise
+                    self._after_rollback()
+                if failure is error:
+                    raise
+                raise failure from error
             self._depth -= 1
             self._fresh_savepoint = None
             if depth == 0:
@@ -424,10 +444,17 @@ class SQLiteConnection(Connection):
         except sqlite3.OperationalError as error:
             raise storage_error(error) from error
 
+    def _transaction_lost(self) -> bool:
+        return not self._raw.in_transaction
+
+    def _as_rewind_error(self, error: BaseException) -> BaseException:
+        return storage_error(error) if isinstance(error, sqlite3.Error) else error
+
     def _end(self, *, commit: bool) -> None:
         self._token = None
         if not commit:
-            self._raw.execute("ROLLBACK")
+            if self._raw.in_transaction:  # SQLite may have rolled it back already
+                self._raw.execute("ROLLBACK")
             return
         try:
             self._raw.execute("COMMIT")
@@ -537,11 +564,24 @@ def is_busy(error: sqlite3.Error) -> bool:
     return "locked" in text or "busy" in text
 
 
+def _disk_full(error: sqlite3.Error) -> bool:
+    code = getattr(error, "sqlite_errorcode", None)  # Python 3.11+
+    if code is not None:
+        return bool(code == getattr(sqlite3, "SQLITE_FULL", 13))
+    return "disk is full" in str(error)
+
+
 def storage_error(error: sqlite3.Error) -> RewindError:
     """A SQLite failure as a RewindError: ``busy`` for lock time-outs, else ``storage``."""
     if is_busy(error):
         return DatabaseBusyError(
             f"the database stayed locked by another writer for longer than busy_timeout "
             f"({error}); retry, or open it with a longer busy_timeout"
+        )
+    if _disk_full(error):
+        return RewindError(
+            f"the disk is full (SQLite: {error}); nothing of the transaction was written: "
+            "free some space and retry",
+            code="storage",
         )
     return RewindError(f"SQLite failed: {error}; nothing was written", code="storage")
