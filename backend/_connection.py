@@ -43,21 +43,27 @@ DURABILITY_LEVELS = {"normal": "NORMAL", "full": "FULL"}
 Params = Sequence[Any]
 
 
-def check_options(durability: object, busy_timeout: object) -> None:
+def check_options(
+    durability: object, busy_timeout: object, idle_in_transaction_timeout: object = 0.0
+) -> None:
     """Refuse bad ``open()`` options before anything is created on disk."""
     if not isinstance(durability, str) or durability not in DURABILITY_LEVELS:
         raise RewindError(
             f"durability must be one of {sorted(DURABILITY_LEVELS)}, not {durability!r}",
             code="invalid.option",
         )
-    if (
-        isinstance(busy_timeout, bool)
-        or not isinstance(busy_timeout, (int, float))
-        or not 0 <= busy_timeout < 10**6
+    for name, seconds in (
+        ("busy_timeout", busy_timeout),
+        ("idle_in_transaction_timeout", idle_in_transaction_timeout),
     ):
-        raise RewindError(
-            f"busy_timeout is a number of seconds, not {busy_timeout!r}", code="invalid.option"
-        )
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, (int, float))
+            or not 0 <= seconds < 10**6  # (NaN fails this too)
+        ):
+            raise RewindError(
+                f"{name} is a number of seconds, not {seconds!r}", code="invalid.option"
+            )
 
 
 class Connection:

@@ -45,6 +45,7 @@ _INT_OIDS = ((1 << 15, 21), (1 << 31, 23), (1 << 63, 20))  # int2, int4, int8
 _NUMERIC_OID = 1700
 _PLACEHOLDER = re.compile(r"\?")
 _CHUNK = 1000  # rows decoded at a time
+_SUCCEEDED = (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK, pq.ExecStatus.EMPTY_QUERY)
 #: One statement that reads or writes rows (no ``;``): worth preparing, parameters or not.
 _DATA_STATEMENT = re.compile(r"\s*(?:SELECT|INSERT|UPDATE|DELETE|WITH)\b[^;]*\Z", re.IGNORECASE)
 _SCHEMA_CHANGE = re.compile(r"\s*(?:CREATE|ALTER|DROP)\b", re.IGNORECASE)
@@ -168,6 +169,25 @@ class DirectStatements:
             self._runs.clear()
             self._prepared.clear()
         return self._rows(result)
+
+    def command(self, sql: str) -> None:
+        """One statement without parameters whose rows are not wanted (``COMMIT``); a
+        failure raises the first error the server sent.
+
+        Unlike ``script`` (libpq's ``PQexec``), this keeps an error the server sent before
+        the statement arrived: the FATAL with which it ends a session that sat idle in a
+        transaction longer than ``idle_in_transaction_session_timeout`` (SQLSTATE 25P03),
+        which ``PQexec`` reports only as "server closed the connection unexpectedly". So
+        a failed ``COMMIT`` tells whether it may have been carried out."""
+        failed: pq.abc.PGresult | None = None
+        with self._raw.lock:
+            pgconn = self._raw.pgconn
+            pgconn.send_query(sql.encode(self._encoding))
+            while (result := pgconn.get_result()) is not None:
+                if failed is None and result.status not in _SUCCEEDED:
+                    failed = result
+        if failed is not None:
+            raise _error(failed, self._encoding)
 
     def _execute(self, sql: str, params: Encoded) -> pq.abc.PGresult:
         query = self._queries.get(sql)

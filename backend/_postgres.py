@@ -20,6 +20,11 @@ only how a transaction starts and how the connection is kept:
   transaction.
 - A lost connection fails the call in progress with ``connection_lost`` (a transaction
   that was open is not committed: PostgreSQL rolls it back); the next call reconnects.
+- A client that vanishes holding the write lock (stopped, or its host gone without
+  closing TCP) holds it for a bounded time only: the server ends a session of ours that
+  sits idle inside a transaction longer than ``idle_in_transaction_timeout``, and TCP
+  keepalives notice a dead host on either side (``IDLE_IN_TRANSACTION_TIMEOUT``,
+  ``KEEPALIVES``). Both are set once per connection: nothing per statement.
 
 Statements are written with ``?`` placeholders; they are translated to libpq's ``$1``
 (or psycopg's ``%s``) once per distinct statement.
@@ -36,6 +41,7 @@ from .errors import ConnectionLostError, DatabaseBusyError, RewindError
 try:
     import psycopg
     from psycopg import errors as pg_errors
+    from psycopg.conninfo import conninfo_to_dict
 
     from ._pg_direct import DirectStatements
 except ImportError:  # pragma: no cover - depends on the installed extras
@@ -52,6 +58,45 @@ WRITE_LOCK = "SELECT value FROM rewind_meta WHERE key = 'format' FOR UPDATE"
 #: ("rewind"); migrations also take the row lock once the table exists.
 SCHEMA_LOCK_KEY = 0x72657769_6E64
 
+#: Seconds a session of ours may sit idle inside a transaction before the server ends it
+#: (``idle_in_transaction_session_timeout``; ``open(url, idle_in_transaction_timeout=)``,
+#: 0 for never). A writer holds the write lock until it commits, so a client stopped
+#: between two statements of its transaction (SIGSTOP, a debugger, a host gone without
+#: closing TCP) would keep every other writer ``busy`` for as long as it stays stopped.
+#: The server counts idleness between statements, not the transaction's length: a long
+#: transaction of many statements, or a statement that runs long or waits for the lock,
+#: is never cut; only a pause of 30 s between two statements is, thousands of times what
+#: Python work between statements takes (and a pause that long already stops every other
+#: writer for as long: call a model or a slow tool before the transaction, not inside
+#: it). 30 s is half the default ``busy_timeout`` (60 s): a writer that starts waiting
+#: once the holder froze gets the lock within 30 s, before its own bound, so with the
+#: defaults a frozen client delays the other writers and never fails them with ``busy``
+#: (with a ``busy_timeout`` below the bound they get ``busy`` until it has passed). Read
+#: transactions (``db.read()``, an export) have the same bound: a frozen reader's
+#: snapshot holds back vacuum, and its table locks block a migration.
+IDLE_IN_TRANSACTION_TIMEOUT = 30.0
+#: The server's SQLSTATE when it ends a session for sitting idle in a transaction.
+IDLE_SESSION_ENDED = "25P03"
+#: TCP keepalives on our connections, so that a host gone without closing TCP (a power
+#: cut, a network cut) is noticed: these libpq parameters on our side (the server's host
+#: gone while we wait for an answer: the call fails with ``connection_lost`` instead of
+#: waiting for ever), the server's ``tcp_keepalives_*`` settings for our sessions on its
+#: side (our host gone: its session is ended even outside a transaction, and its
+#: connection slot freed). Probes start after 15 s of silence, one every 5 s, and 3 left
+#: unanswered end the connection: about 30 s, as the idle bound, where Linux's defaults
+#: take 2 h 11 min. A probe is answered by the peer's kernel, so a live host that is only
+#: slow (a statement running, a writer waiting for the lock, a client doing Python work)
+#: is never cut. ``tcp_user_timeout`` (30 s) covers what keepalives do not: data sent and
+#: never acknowledged (the peer's host gone in the middle of a statement). Parameters
+#: given in the URL win over these.
+KEEPALIVES = {
+    "keepalives": "1",
+    "keepalives_idle": "15",
+    "keepalives_interval": "5",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "30000",  # milliseconds
+}
+
 
 def _check_driver() -> None:
     if psycopg is None:  # pragma: no cover - depends on the installed extras
@@ -59,6 +104,12 @@ def _check_driver() -> None:
             'PostgreSQL needs its driver: pip install "rewinddb[postgres]" (psycopg 3)',
             code="missing.dependency",
         )
+
+
+def _milliseconds(seconds: float) -> int:
+    """A bound in seconds as PostgreSQL's milliseconds, where 0 means none: 0 stays 0, and
+    a positive bound is at least 1 ms."""
+    return max(1, round(seconds * 1000)) if seconds > 0 else 0
 
 
 def redact(url: str) -> str:
@@ -79,11 +130,13 @@ class PostgresConnection(Connection):
         durability: str = "normal",
         readonly: bool = False,
         busy_timeout: float = 60.0,
+        idle_in_transaction_timeout: float = IDLE_IN_TRANSACTION_TIMEOUT,
     ) -> None:
         _check_driver()
         super().__init__(readonly=readonly, busy_timeout=busy_timeout)
         self.url = url
         self.durability = durability
+        self.idle_in_transaction_timeout = idle_in_transaction_timeout
         self.location = redact(url)
         self._sql: dict[str, str] = {}
         self._raw: Any = None
@@ -94,7 +147,13 @@ class PostgresConnection(Connection):
 
     def _connect(self) -> None:
         try:
-            raw = psycopg.connect(self.url, autocommit=True)
+            given = conninfo_to_dict(self.url)
+            keepalives: dict[str, Any] = {
+                name: value for name, value in KEEPALIVES.items() if name not in given
+            }
+            if psycopg.pq.version() < 120000:  # pragma: no cover - libpq 12 added it
+                keepalives.pop("tcp_user_timeout", None)
+            raw = psycopg.connect(self.url, autocommit=True, **keepalives)
         except psycopg.OperationalError as error:
             raise ConnectionLostError(
                 f"cannot connect to {self.location}: {str(error).strip()}"
@@ -103,18 +162,41 @@ class PostgresConnection(Connection):
             raise RewindError(
                 f"not a PostgreSQL URL: {self.location} ({error})", code="invalid.path"
             ) from None
-        raw.execute(f"SET lock_timeout = {int(self.busy_timeout * 1000)}")
-        # "normal" is SQLite's promise: a killed or crashed client loses nothing it
-        # committed; a crash of the server (or the machine) may lose the newest commits,
-        # never one in the middle (commits reach the log in version order). "full" waits
-        # for the disk at every commit.
-        synchronous = "on" if self.durability == "full" else "off"
-        raw.execute(f"SET synchronous_commit = {synchronous}")
-        # The write routines run as statements of their own: in READ COMMITTED, whatever
-        # the server's default, so what they read after the write lock is the newest.
-        raw.execute("SET default_transaction_isolation = 'read committed'")
+        settings = {
+            # 0 would mean "wait for ever": busy_timeout=0 waits 1 ms, as SQLite's hardly.
+            "lock_timeout": max(1, round(self.busy_timeout * 1000)),
+            "idle_in_transaction_session_timeout": _milliseconds(self.idle_in_transaction_timeout),
+            # "normal" is SQLite's promise: a killed or crashed client loses nothing it
+            # committed; a crash of the server (or the machine) may lose the newest
+            # commits, never one in the middle (commits reach the log in version order).
+            # "full" waits for the disk at every commit.
+            "synchronous_commit": "on" if self.durability == "full" else "off",
+            # The write routines run as statements of their own: in READ COMMITTED,
+            # whatever the server's default, so what they read after the lock is the newest.
+            "default_transaction_isolation": "'read committed'",
+            # The server's side of KEEPALIVES (ignored on a Unix socket).
+            "tcp_keepalives_idle": KEEPALIVES["keepalives_idle"],
+            "tcp_keepalives_interval": KEEPALIVES["keepalives_interval"],
+            "tcp_keepalives_count": KEEPALIVES["keepalives_count"],
+        }
+        if raw.info.server_version >= 120000:  # pragma: no branch - PostgreSQL 12 added it
+            settings["tcp_user_timeout"] = KEEPALIVES["tcp_user_timeout"]
         if self.readonly:
-            raw.execute("SET default_transaction_read_only = on")
+            settings["default_transaction_read_only"] = "on"
+        try:  # one round trip, once per connection
+            raw.execute("; ".join(f"SET {name} = {value}" for name, value in settings.items()))
+        except psycopg.Error as error:
+            lost = raw.broken
+            raw.close()
+            if lost:
+                raise ConnectionLostError(
+                    f"the connection to {self.location} was lost as it was set up "
+                    f"({str(error).strip()}); the next call reconnects"
+                ) from None
+            raise RewindError(
+                f"PostgreSQL refused rewinddb's session settings: {str(error).strip()}",
+                code="storage",
+            ) from None
         self._raw = raw
         self._direct = DirectStatements(raw)
 
@@ -124,8 +206,9 @@ class PostgresConnection(Connection):
             self.check_open()  # never reconnect a database closed (by another thread) meanwhile
             if self._depth:
                 raise ConnectionLostError(
-                    f"the connection to {self.location} was lost in this transaction; "
-                    "nothing of it was written"
+                    f"the connection to {self.location} was lost in this transaction "
+                    f"({self._why_lost()}); nothing of it was written; the call after the "
+                    "transaction reconnects"
                 )
             self._connect()
         return self._raw
@@ -144,19 +227,38 @@ class PostgresConnection(Connection):
                 "retry, or open it with a longer busy_timeout"
             )
         if self._raw is not None and (self._raw.closed or self._raw.broken):
-            if committing or not self._depth:  # the server may have committed before it went
+            if getattr(error, "sqlstate", None) == IDLE_SESSION_ENDED:
+                # Sent before the statement arrived: a COMMIT, too, was never carried out.
+                outcome = (
+                    "the server had ended the session: it sat idle inside its transaction "
+                    "for longer than idle_in_transaction_timeout "
+                    f"({self.idle_in_transaction_timeout:g} s); nothing of the transaction "
+                    "was written"
+                )
+            elif committing or not self._depth:  # the server may have committed before it went
                 outcome = (
                     "the statement was a transaction of its own (a write routine) or a COMMIT, "
                     "which the server may have carried out before the connection went: read "
                     "before retrying"
                 )
             else:
-                outcome = "nothing of the transaction in progress was written"
+                outcome = f"nothing of the transaction in progress was written ({self._why_lost()})"
             return ConnectionLostError(
                 f"the connection to {self.location} was lost ({str(error).strip()}); "
                 f"{outcome}; the next call reconnects"
             )
         return RewindError(f"PostgreSQL failed: {str(error).strip()}", code="storage")
+
+    def _why_lost(self) -> str:
+        """The likely causes of a connection lost inside a transaction, for messages."""
+        bound = self.idle_in_transaction_timeout
+        idle = (
+            f"the server ending a session idle in its transaction for longer than "
+            f"idle_in_transaction_timeout ({bound:g} s), "
+            if bound
+            else ""
+        )
+        return f"{idle}a server restart, or a network failure"
 
     def _run(self, sql: str, params: Params) -> Any:
         with self.lock:
@@ -207,7 +309,10 @@ class PostgresConnection(Connection):
 
     def _refused(self, error: psycopg.Error) -> RewindError:
         """A statement's error as a RewindError: never a raw driver error to the caller."""
-        if isinstance(error, (pg_errors.LockNotAvailable, psycopg.OperationalError)):
+        if (
+            isinstance(error, (pg_errors.LockNotAvailable, psycopg.OperationalError))
+            or error.sqlstate == IDLE_SESSION_ENDED  # an InternalError, psycopg says
+        ):
             return self._failed(error)
         return RewindError(f"PostgreSQL refused a statement: {str(error).strip()}", code="storage")
 
@@ -242,15 +347,18 @@ class PostgresConnection(Connection):
                     "nothing of the transaction was written; the next call reconnects"
                 )
             return  # the server rolled it back when the connection went
-        assert self._direct is not None  # made with every connection
-        script = self._direct.script
+        direct = self._direct
+        assert direct is not None  # made with every connection
         try:
-            script("COMMIT" if commit else "ROLLBACK")
+            if commit:  # tells a session the server had ended from a COMMIT lost in flight
+                direct.command("COMMIT")
+            else:
+                direct.script("ROLLBACK")
         except psycopg.Error as error:
             if not commit:
                 return
             if not raw.closed and not raw.broken:
-                script("ROLLBACK")
+                direct.script("ROLLBACK")
             raise self._failed(error, committing=True) from error
 
     def _close(self) -> None:

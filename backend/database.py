@@ -356,6 +356,7 @@ def open(
     readonly: bool = False,
     durability: str = "normal",
     busy_timeout: float = 60.0,
+    idle_in_transaction_timeout: float = 30.0,
 ) -> Database:
     """Open (or create) the database in directory ``path``, or on the PostgreSQL server
     a ``postgresql://user@host/dbname`` URL names (in its ``search_path`` schema).
@@ -365,16 +366,26 @@ def open(
     ``normal`` is ``synchronous_commit = off``: a server crash may lose the newest
     commits, never one in the middle; ``full`` is ``on``).
     ``readonly=True`` opens it so that no call can change it.
+    ``busy_timeout``: how many seconds a writer waits for another one's lock before
+    ``busy``. ``idle_in_transaction_timeout`` (PostgreSQL; validated and ignored on
+    SQLite): the server ends a session of this database that sits idle inside a
+    transaction longer than this many seconds (its client frozen, or its host gone),
+    releasing the write lock it held; 0 means never.
     """
     if isinstance(path, str) and "://" in path:
         return _open_server(
-            path, create=create, readonly=readonly, durability=durability, busy_timeout=busy_timeout
+            path,
+            create=create,
+            readonly=readonly,
+            durability=durability,
+            busy_timeout=busy_timeout,
+            idle_in_transaction_timeout=idle_in_transaction_timeout,
         )
     if not isinstance(path, (str, os.PathLike)):
         raise RewindError(
             f"path must be a directory path, not {type(path).__name__}", code="invalid.path"
         )
-    check_options(durability, busy_timeout)
+    check_options(durability, busy_timeout, idle_in_transaction_timeout)
     directory = Path(path)
     try:
         _prepare_directory(directory, create=create and not readonly)
@@ -401,7 +412,13 @@ def open(
 
 
 def _open_server(
-    url: str, *, create: bool, readonly: bool, durability: str, busy_timeout: float
+    url: str,
+    *,
+    create: bool,
+    readonly: bool,
+    durability: str,
+    busy_timeout: float,
+    idle_in_transaction_timeout: float,
 ) -> Database:
     """``open()`` for a PostgreSQL URL."""
     scheme = url.split("://", 1)[0]
@@ -411,11 +428,15 @@ def _open_server(
             "postgresql:// URL",
             code="unsupported.backend",
         )
-    check_options(durability, busy_timeout)
+    check_options(durability, busy_timeout, idle_in_transaction_timeout)
     from ._postgres import PostgresConnection
 
     connection = PostgresConnection(
-        url, durability=durability, readonly=readonly, busy_timeout=busy_timeout
+        url,
+        durability=durability,
+        readonly=readonly,
+        busy_timeout=busy_timeout,
+        idle_in_transaction_timeout=idle_in_transaction_timeout,
     )
     try:
         if not create and not connection.has_schema():
