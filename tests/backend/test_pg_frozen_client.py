@@ -82,11 +82,10 @@ def test_a_frozen_writer_holds_the_lock_only_until_the_bound(
         # Within the bound the frozen writer still holds the lock: a writer gets busy.
         with pytest.raises(rewinddb.DatabaseBusyError):
             hurried.kv.put("other", 1)
-        assert time.monotonic() - held_since < BOUND  # (the bound had not passed yet)
         # Once the bound passes, the server ends the frozen session: the lock is free.
         patient.kv.put("other", 2)
         got_it = time.monotonic() - held_since
-        assert BOUND - 0.5 < got_it < BOUND + 5, got_it
+        assert BOUND - 1 < got_it < BOUND + 5, got_it
         assert _state(writer.pid) == "T"  # still frozen: the server freed the lock
         hurried.kv.put("other", 3)  # no wait now
 
