@@ -163,7 +163,8 @@ class PostgresConnection(Connection):
                 f"not a PostgreSQL URL: {self.location} ({error})", code="invalid.path"
             ) from None
         settings = {
-            # 0 would mean "wait for ever": busy_timeout=0 waits 1 ms, as SQLite's hardly.
+            # 0 is no bound there (wait for ever): busy_timeout=0 waits 1 ms, as good as
+            # SQLite's not waiting.
             "lock_timeout": max(1, round(self.busy_timeout * 1000)),
             "idle_in_transaction_session_timeout": _milliseconds(self.idle_in_transaction_timeout),
             # "normal" is SQLite's promise: a killed or crashed client loses nothing it
@@ -253,12 +254,12 @@ class PostgresConnection(Connection):
         """The likely causes of a connection lost inside a transaction, for messages."""
         bound = self.idle_in_transaction_timeout
         idle = (
-            f"the server ending a session idle in its transaction for longer than "
-            f"idle_in_transaction_timeout ({bound:g} s), "
+            "the server ended the session after it sat idle in its transaction for longer "
+            f"than idle_in_transaction_timeout ({bound:g} s), or "
             if bound
             else ""
         )
-        return f"{idle}a server restart, or a network failure"
+        return f"{idle}the server restarted, or the network failed"
 
     def _run(self, sql: str, params: Params) -> Any:
         with self.lock:
