@@ -128,6 +128,23 @@ def _explain(value: Any, depth: int) -> None:
         )
 
 
+def height(value: Any) -> int:
+    """How many levels of containers a validated JSON value has below its top (0 for a
+    scalar or an empty container): ``validate(value, depth=d)`` refuses it as too deep
+    exactly when ``d + height(value) > MAX_DEPTH``. The importer uses it to find the
+    deepest item of a shared array, which it then validates at the array's depth."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(item, dict):
+            stack.extend((child, level + 1) for child in item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((child, level + 1) for child in item)
+    return deepest
+
+
 def dumps(value: Any) -> bytes:
     """Canonical JSON bytes of an already validated value."""
     try:

@@ -18,6 +18,12 @@ hash is the same. Records, one JSON object a line, in this order::
 Both directions stream: export reads with cursors and writes line by line; import reads
 line by line inside one transaction, so a bad file (broken hash chain, unknown record,
 existing branch, truncated) fails with a clear error and writes nothing.
+
+Import applies the API's own rules to every field, with the API's own checks, so whatever
+imports can be read and shown: values pass ``_values.validate`` (JSON, 64-bit integers,
+at most ``MAX_DEPTH`` levels, counted in the whole value, also through shared arrays);
+names pass ``check_name`` and texts ``check_text``; timestamps are never in the future,
+commits' never go back, and an event's is its commit's.
 """
 
 from __future__ import annotations
@@ -38,20 +44,25 @@ from ._engine import (
     Engine,
     check_name,
     check_text,
+    now_micros,
 )
 from ._schema import SCHEMA_VERSION
-from ._values import dumps
-from .errors import BranchExistsError, ImportFormatError, RewindError
+from ._values import dumps, height, validate
+from .documents import Documents
+from .errors import BranchExistsError, ImportFormatError, InvalidValueError, RewindError
 from .events import event_hash, last_event
+from .kv import KV
+from .models import from_micros
 from .progress import Progress
+from .state import State
 
 FORMAT = "rewinddb-export"
 FORMAT_VERSION = 1
 _ITEMS_PER_LINE = 256
 _KINDS = {KIND_JSON: "json", KIND_BYTES: "bytes", KIND_DELETED: "deleted"}
 _SECTIONS = ("branch", "array", "items", "commit", "entry", "event")
-_SPACES = ("kv", "json", "state")
-_LAST_MICROSECOND = 253_402_300_800_000_000  # 10000-01-01: datetimes end there
+#: Each space and whether it stores raw bytes (as its API's writes allow).
+_SPACES = {space.space: space.allows_bytes for space in (KV, Documents, State)}
 
 
 @dataclass
@@ -62,15 +73,20 @@ class TransferCounts:
     branches: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
+        # Branch records: the live ones (what ``branches.list()`` shows), then the deleted.
+        counts = {"branch": len(self.branches), "deleted": self.counts["branch"]}
+        counts["deleted"] -= counts["branch"]
+        counts.update((kind, n) for kind, n in self.counts.items() if kind != "branch")
         names = {
             "branch": "branches",
+            "deleted": "deleted branches",
             "array": "arrays",
             "items": "array chunks",
             "commit": "commits",
             "entry": "values",
             "event": "events",
         }
-        return ", ".join(f"{n:,} {names[kind]}" for kind, n in self.counts.items() if n)
+        return ", ".join(f"{n:,} {names[kind]}" for kind, n in counts.items() if n)
 
 
 def _line(record: dict[str, Any], raw_field: str | None = None, raw: bytes = b"") -> bytes:
@@ -315,6 +331,14 @@ class _Importer:
         self.lengths: dict[int, int] = {}  # (new) array id -> items stored so far
         self.placeholders: dict[int, int] = {}  # origin branches the file leaves out
         self.commits: dict[int, int] = {}  # version -> (new) branch id
+        self.stamps: dict[int, int] = {}  # version -> its commit's timestamp
+        self.last_commit = (0, 0)  # (version, timestamp) of the file's latest commit so far
+        self.live_names: set[str] = set()
+        # (new) array id -> [(index, height, item)]: where the deepest item so far changes
+        self.deepest: dict[int, list[tuple[int, int, Any]]] = {}
+        self.entry_version = 0  # entries come in version order; the slots of this version:
+        self.entry_slots: set[tuple[int, str, str]] = set()
+        self.now = now_micros()  # no timestamp of the file may be later
         self.result = TransferCounts()
         self.line_number = 0
         self.section = 0
@@ -335,8 +359,24 @@ class _Importer:
         return value
 
     def timestamp(self, record: dict[str, Any], name: str, *, optional: bool = False) -> Any:
-        """Microseconds since the epoch, before the year 10000."""
-        return self.integer(record, name, optional=optional, limit=_LAST_MICROSECOND)
+        """Microseconds since the epoch, as the API records them: its clock's time when
+        it wrote, so never after now (every read turns such a time back into a datetime,
+        and ``as_of`` accepts it)."""
+        value = self.integer(record, name, optional=optional, limit=2**63)
+        if value is not None and value > self.now:
+            raise self.fail(
+                f"{name!r} {value} is in the future (this machine's clock says "
+                f"{self.now}, {from_micros(self.now).isoformat()}); rewinddb never records a "
+                "later time"
+            )
+        return value
+
+    def value(self, value: Any, what: str, *, allow_bytes: bool = False, depth: int = 0) -> None:
+        """``value`` must be what the API's writes accept (``_values.validate``)."""
+        try:
+            validate(value, allow_bytes=allow_bytes, depth=depth)
+        except InvalidValueError as error:
+            raise self.fail(f"{what}: {error.message}") from None
 
     def text(self, record: dict[str, Any], name: str, what: str) -> str:
         try:
@@ -399,11 +439,28 @@ class _Importer:
         parent = r.get("parent")
         forked_at, created_at = self.integer(r, "forked_at"), self.timestamp(r, "created_at")
         deleted_at = self.timestamp(r, "deleted_at", optional=True)
-        if old_id in self.branches:
+        if old_id in self.branches or old_id in self.placeholders:
             raise self.fail(f"branch id {old_id} is defined twice")
         if forked_at > self.clock:
             raise self.fail(f"branch {name!r} is forked at {forked_at}, after the file's clock")
-        if name == DEFAULT_BRANCH and parent is None and deleted_at is None:
+        if deleted_at is None:
+            if name in self.live_names:
+                raise self.fail(f"branch {name!r} is defined twice (a name has one live branch)")
+            self.live_names.add(name)
+        if name == DEFAULT_BRANCH and (parent is not None or deleted_at is not None):
+            raise self.fail(f"{DEFAULT_BRANCH!r} is the root branch: no parent, never deleted")
+        if parent is None and deleted_at is not None:
+            # A placeholder an earlier partial import made for an event's first branch:
+            # deleted, with no history; events name it as their origin.
+            self.placeholders[old_id] = conn.insert_id(
+                "INSERT INTO rewind_branches (name, parent_id, forked_at, created_at, "
+                "deleted_at) VALUES (?, NULL, ?, ?, ?)",
+                (name, forked_at, created_at, deleted_at),
+            )
+            return
+        if name == DEFAULT_BRANCH and parent is None:
+            if forked_at != 0:
+                raise self.fail(f"the root branch is forked at 0, not {forked_at}")
             # The target has no history, so its default branch becomes the file's.
             default = self.engine.branch(DEFAULT_BRANCH)
             self.branches[old_id] = default.id
@@ -435,13 +492,19 @@ class _Importer:
 
     def apply_array(self, r: dict[str, Any]) -> None:
         old_id, base = self.integer(r, "id"), r.get("base")
-        if base is not None and base not in self.arrays:
+        if old_id in self.arrays:
+            raise self.fail(f"array {old_id} is defined twice")
+        if isinstance(base, bool) or (base is not None and base not in self.arrays):
             raise self.fail(f"array {old_id} builds on array {base!r}, not defined before it")
         base_len = self.integer(r, "base_len")
+        if base is None and base_len:
+            raise self.fail(f"array {old_id} has no base, so its base_len is 0")
         if base is not None and base_len > self.lengths[self.arrays[base]]:
             raise self.fail(f"array {old_id} builds on more items than array {base} has")
         new_id = self.engine.arrays.create(None if base is None else self.arrays[base], base_len)
         self.arrays[old_id], self.lengths[new_id] = new_id, base_len
+        inherited = [] if base is None else self.deepest[self.arrays[base]]
+        self.deepest[new_id] = [point for point in inherited if point[0] < base_len]
 
     def apply_items(self, r: dict[str, Any]) -> None:
         items = r.get("items")
@@ -450,6 +513,12 @@ class _Importer:
         array, start = self._array(r.get("array")), self.integer(r, "start")
         if start != self.lengths[array]:
             raise self.fail(f"items start at {start}, but the array has {self.lengths[array]}")
+        deepest = self.deepest[array]
+        for index, item in enumerate(items, start):
+            self.value(item, f"item {index} of array {r.get('array')}")
+            level = height(item) if isinstance(item, (dict, list)) else 0
+            if not deepest or level > deepest[-1][1]:
+                deepest.append((index, level, item))
         self.engine.arrays.append_items(array, start, [dumps(i) for i in items])
         self.lengths[array] += len(items)
 
@@ -470,6 +539,11 @@ class _Importer:
         length = self.integer({"length": ref[2]}, "length")
         if length > self.lengths[array]:
             raise self.fail(f"refers to {length} items of array {old}, which has fewer")
+        # The items sit one level below the array, which sits at the path's depth: the
+        # value's deepest item must fit there, as the API checks the whole value.
+        below = [item for index, _, item in self.deepest[array] if index < length]
+        if below:
+            self.value(below[-1], f"an item of array {old} at {path!r}", depth=len(path) + 1)
         return [path, array, length]
 
     def _array(self, old: Any) -> int:
@@ -479,58 +553,82 @@ class _Importer:
 
     def apply_commit(self, r: dict[str, Any]) -> None:
         version, branch_id = self.integer(r, "version"), self.branch_id(r.get("branch"))
-        if version in self.commits or not 0 < version <= self.clock:
-            raise self.fail(f"commit {version} is repeated or outside the file's clock")
+        last = self.last_commit
+        if not last[0] < version <= self.clock:
+            raise self.fail(
+                f"commit {version} is repeated, out of version order or outside the file's clock"
+            )
         if version <= self.fork_points[branch_id]:
             # Reads skip a branch's history at or below its fork point (Engine.row_lineage).
             raise self.fail(f"commit {version} is not after its branch's fork point")
+        ts = self.timestamp(r, "ts")
+        if ts < last[1]:
+            # The API's clock never goes back (each commit is at least as late as the last).
+            raise self.fail(f"commit {version} is timed before the commit before it")
         merge = r.get("merge_branch")
         merge_version = self.integer(r, "merge_version", optional=True)
-        if (merge is None) != (merge_version is None) or (merge_version or 0) > self.clock:
-            raise self.fail("a merge commit needs both merge_branch and a merge_version")
+        if (merge is None) != (merge_version is None) or (merge_version or 0) >= version:
+            raise self.fail("a merge commit needs both merge_branch and a merge_version before it")
+        merge_id = None if merge is None else self.branch_id(merge)
+        if merge_id == branch_id:
+            raise self.fail(f"commit {version} merges its branch into itself")
         self.engine.conn.execute(
             "INSERT INTO rewind_commits (version, branch_id, ts, trigger, message, "
             "merge_branch_id, merge_version) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
                 version,
                 branch_id,
-                self.timestamp(r, "ts"),
+                ts,
                 self.optional_text(r, "trigger"),
                 self.optional_text(r, "message"),
-                None if merge is None else self.branch_id(merge),
+                merge_id,
                 merge_version,
             ),
         )
-        self.commits[version] = branch_id
+        self.commits[version], self.stamps[version] = branch_id, ts
+        self.last_commit = (version, ts)
 
     def apply_entry(self, r: dict[str, Any]) -> None:
         kind = {name: code for code, name in _KINDS.items()}.get(r.get("kind"))  # type: ignore[arg-type]
         if kind is None:
             raise self.fail(f"unknown entry kind {r.get('kind')!r}")
-        if r.get("space") not in _SPACES:
-            raise self.fail(f"unknown space {r.get('space')!r}")
+        space = r.get("space")
+        if not isinstance(space, str) or space not in _SPACES:
+            raise self.fail(f"unknown space {space!r}")
         branch_id = self.branch_id(r.get("branch"))
+        key, version = self.text(r, "key", "key"), self.version_of(r, branch_id)
+        if version < self.entry_version:
+            raise self.fail(f"an entry of version {version} after entries of a later version")
+        if version > self.entry_version:
+            self.entry_version, self.entry_slots = version, set()
+        if (branch_id, space, key) in self.entry_slots:
+            raise self.fail(f"key {key!r} ({space}) is written twice in version {version}")
+        self.entry_slots.add((branch_id, space, key))
         body: bytes | None = None
         refs: bytes | None = None
+        if kind != KIND_JSON and r.get("arrays"):
+            raise self.fail(f"a {r['kind']} entry has no arrays")
         if kind == KIND_JSON:
+            self.value(r["value"], "value")
             body = dumps(r["value"])
-            if r.get("arrays"):
-                refs = dumps([self._ref(r["value"], ref) for ref in r["arrays"]])
+            arrays = r.get("arrays")
+            if arrays:
+                if not isinstance(arrays, list):
+                    raise self.fail(f"'arrays' must be a list, not {arrays!r}")
+                checked = [self._ref(r["value"], ref) for ref in arrays]
+                if len({tuple(ref[0]) for ref in checked}) < len(checked):
+                    raise self.fail("two array references share one path")
+                refs = dumps(checked)
         elif kind == KIND_BYTES:
+            if not _SPACES[space]:
+                raise self.fail(f"the {space!r} space holds JSON values, not bytes")
             body = base64.b64decode(r["value"], validate=True)
+        elif r.get("value") is not None:
+            raise self.fail("a deleted entry has no value")
         self.engine.conn.execute(
             "INSERT INTO rewind_entries (branch_id, space, key, version, kind, body, refs, "
             "trigger) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                branch_id,
-                r["space"],
-                self.text(r, "key", "key"),
-                self.version_of(r, branch_id),
-                kind,
-                body,
-                refs,
-                self.optional_text(r, "trigger"),
-            ),
+            (branch_id, space, key, version, kind, body, refs, self.optional_text(r, "trigger")),
         )
 
     def apply_event(self, r: dict[str, Any]) -> None:
@@ -538,7 +636,12 @@ class _Importer:
         record = engine.branch_by_id(self.branch_id(r.get("branch")))
         version, sequence = self.version_of(r, record.id), self.integer(r, "sequence")
         event_type = self.text(r, "event_type", "event_type")
+        self.value(r["payload"], "payload")
         payload = dumps(r["payload"])
+        ts = self.timestamp(r, "ts")
+        if ts != self.stamps[version]:
+            # An event is stamped with its commit's time (appends and merges alike).
+            raise self.fail(f"event 'ts' {ts} is not its commit's ({self.stamps[version]})")
         last = last_event(engine, record, version)
         expected = last[0] + 1 if last else 0
         digest = event_hash(last[1] if last else "", sequence, event_type, version, payload)
@@ -557,7 +660,7 @@ class _Importer:
                 version,
                 event_type,
                 payload,
-                self.integer(r, "ts"),
+                ts,
                 digest,
                 *self._origin(origin),
             ),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import tempfile
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -467,3 +468,270 @@ def test_history_moves_between_sqlite_and_postgresql(tmp_path: Path, postgres_ur
         assert _answers(copy) == before
         for branch in copy.branches.list():
             assert copy.at(branch.name).events.verify().ok
+
+
+# -- the importer applies the API's rules: every value that imports can be read ----------
+
+# Timestamps the test makes when it runs: a minute from now, and one microsecond before
+# the one every commit and event of the ``edge`` file has (the latest an import takes).
+_FUTURE, _EARLIER = "a minute from now", "just before the file's commits"
+_LONG = "n" * 1024  # names (keys, branches, event types) may be 1024 characters long
+
+
+def _nested(levels: int) -> object:
+    """A JSON value ``levels`` containers deep (``[[...[0]...]]``)."""
+    value: object = 0
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def _records(lines: list[bytes]) -> list[dict[str, object]]:
+    return [orjson.loads(line) for line in lines if line.strip()]
+
+
+def _lines(records: list[dict[str, object]]) -> list[bytes]:
+    return [orjson.dumps(record) + b"\n" for record in records]
+
+
+@pytest.fixture
+def edge(tmp_path: Path) -> list[bytes]:
+    """An export holding every field at the API's edge: 128 levels deep values (also an
+    item of a shared array, 126 levels below the array's slot), 64-bit integers, names
+    of 1024 characters, bytes, a deleted branch; every timestamp at
+    the same recent microsecond (created_at: 0, the first)."""
+    with rewinddb.open(tmp_path / "edge-source") as db:
+        db.kv.put(_LONG, 2**63 - 1, trigger="t" * 5000)
+        db.kv.put("min", -(2**63))
+        db.kv.put("blob", b"\x00\xff")
+        db.kv.put("deep", _nested(128))
+        db.json.set("doc", "$", {"a": [_nested(126), "x" * 600, "y" * 2000]})
+        db.state.set("phase", _nested(128), "start")
+        db.events.append(_LONG, _nested(128))
+        db.branches.fork("default", _LONG)
+        with db.at(_LONG).transaction(message="m" * 5000):
+            db.at(_LONG).kv.put("k", 1)
+            db.at(_LONG).events.append("e", {"n": 2**63 - 1})
+        db.branches.fork("default", "gone")
+        db.branches.delete("gone")
+        db.branches.merge(_LONG, "default", events="append")
+        records = _records(_export(db).splitlines(keepends=True))
+    stamp = time.time_ns() // 1000  # the latest time an import may take: now
+    for record in records:
+        if record["type"] in ("commit", "event"):
+            record["ts"] = stamp
+        elif record["type"] == "branch":
+            record["created_at"] = 0
+            if record["deleted_at"] is not None:
+                record["deleted_at"] = stamp
+    assert any(r["type"] == "array" for r in records)  # the document's list is shared
+    return _lines(records)
+
+
+def test_an_edge_file_imports_and_every_read_shows_it(
+    tmp_path: Path,
+    db: rewinddb.Database,
+    db_target: str | Path,
+    edge: list[bytes],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    counts = db.import_jsonl(edge)
+    assert str(counts).startswith(f"{len(db.branches.list())} branches, 1 deleted branches,")
+    stamp = next(r["ts"] for r in _records(edge) if r["type"] == "commit")
+    assert isinstance(stamp, int)
+    last = datetime.fromtimestamp(stamp / 1_000_000, timezone.utc)
+    assert db.kv.get(_LONG) == 2**63 - 1 and db.kv.get("min") == -(2**63)
+    assert db.kv.get("deep") == _nested(128) and db.state.get("phase") == _nested(128)
+    assert db.json.get("doc") == {"a": [_nested(126), "x" * 600, "y" * 2000]}
+    assert db.json.get("doc", "$.a[0]") == _nested(126)
+    assert {c.timestamp for c in db.commits()} == {last}
+    assert [b.created_at for b in db.branches.list()] == [
+        datetime.fromtimestamp(0, timezone.utc)
+    ] * 2
+    events = db.events.list()
+    assert [i.event.payload for i in events] == [_nested(128), {"n": 2**63 - 1}]
+    assert {i.event.timestamp for i in events} == {last}
+    answers = _answers(db)  # every version of every branch, every history
+    for branch in db.branches.list():
+        view = db.at(branch.name)
+        assert view.events.verify().ok
+        for space in ("kv", "json", "state"):
+            for key in view.snapshot()[space]:
+                assert view.key_history(space, key)
+        assert view.blame()
+        db.diff("default", branch.name)
+    assert db.kv.get("deep", as_of=last) == _nested(128)
+    # The CLI shows it all.
+    target = str(db_target)
+    for command in (
+        ["branches", target],
+        ["log", target],
+        ["log", target, "--branch", _LONG],
+        ["show", target],
+        ["show", target, "--branch", _LONG],
+        ["diff", target, "default", _LONG],
+    ):
+        for extra in ([], ["--json"]):
+            assert main([*command, *extra]) == 0, command
+            assert capsys.readouterr().err == ""
+    # The database exports again, and the copy gives the same answers.
+    with rewinddb.open(tmp_path / "again") as copy:
+        copy.import_jsonl(io.BytesIO(_export(db)))
+        assert _answers(copy) == answers
+
+
+def _set(lines: list[bytes], kind: str, pick: int | str, change: object) -> bytes:
+    """The file with one record of ``kind`` changed: the ``pick``-th (negative: from the
+    end), or the entry of key ``pick``; ``change``: fields, or a function editing it."""
+    records = _records(lines)
+    of_kind = [r for r in records if r["type"] == kind]
+    chosen = (
+        of_kind[pick] if isinstance(pick, int) else next(r for r in of_kind if r["key"] == pick)
+    )
+    if callable(change):
+        change(chosen)
+    else:
+        assert isinstance(change, dict)
+        chosen.update(change)
+    return b"".join(_lines(records))
+
+
+def _grow_item(record: dict[str, object]) -> None:
+    items = record["items"]
+    assert isinstance(items, list)
+    items[0] = [items[0]]  # 127 levels below the array's slot: 129 in the value
+
+
+def _add_item(record: dict[str, object]) -> None:
+    items = record["items"]
+    assert isinstance(items, list)
+    items.append(2**63)
+
+
+def _deeper_slot(record: dict[str, object]) -> None:
+    """The document's shared array one level further down: its deepest item at 129."""
+    record["value"] = {"b": {"a": None}}
+    arrays = record["arrays"]
+    assert isinstance(arrays, list)
+    arrays[0][0] = ["b", "a"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "pick", "change", "match"),
+    [
+        ("commit", -1, {"ts": _FUTURE}, "'ts' [0-9]+ is in the future"),
+        ("commit", 0, {"ts": 253402300799999999}, "'ts' 253402300799999999 is in the future"),
+        ("commit", 0, {"ts": -1}, "'ts' must be an integer"),
+        ("commit", 1, {"ts": _EARLIER}, "timed before the commit before it"),
+        ("event", 0, {"ts": 2**62 - 1}, "'ts' 4611686018427387903 is in the future"),
+        ("event", 0, {"ts": _EARLIER}, "is not its commit's"),
+        ("branch", 0, {"created_at": _FUTURE}, "'created_at' [0-9]+ is in the future"),
+        ("branch", 0, {"created_at": -1}, "'created_at' must be an integer"),
+        ("branch", -1, {"deleted_at": _FUTURE}, "'deleted_at' [0-9]+ is in the future"),
+        ("entry", "deep", {"value": _nested(129)}, "value: the value is nested deeper than 128"),
+        ("event", 0, {"payload": _nested(129)}, "payload: the value is nested deeper than 128"),
+        ("items", 0, _grow_item, "item of array .* nested deeper than 128"),
+        ("entry", "doc", _deeper_slot, "item of array .* nested deeper than 128"),
+        ("items", 0, _add_item, "item 3 of array .* 64 bits"),
+        ("entry", "min", {"value": 2**63}, "value: integer at \\$ does not fit in 64 bits"),
+        ("event", 1, {"payload": {"n": 2**63}}, "payload: integer at \\$.n does not fit"),
+        ("entry", "doc", {"kind": "bytes", "value": "AA==", "arrays": None}, "not bytes"),
+        ("entry", _LONG, {"key": _LONG + "n"}, "'key': key is longer than 1024"),
+        ("branch", 1, {"name": _LONG + "n"}, "'name': branch is longer than 1024"),
+        ("branch", 1, {"name": " "}, "'name': branch must not be empty"),
+        ("event", 0, {"event_type": _LONG + "n"}, "'event_type': event_type is longer"),
+        ("commit", 0, {"message": "a\x00b"}, "'message'"),
+    ],
+    ids=[
+        "commit-ts-in-the-future",
+        "commit-ts-year-10000",
+        "commit-ts-negative",
+        "commit-ts-back-in-time",
+        "event-ts-2**62-1",
+        "event-ts-not-its-commit",
+        "created_at-in-the-future",
+        "created_at-negative",
+        "deleted_at-in-the-future",
+        "value-129-deep",
+        "payload-129-deep",
+        "item-129-deep",
+        "array-slot-deeper",
+        "item-int-64-bits",
+        "value-int-64-bits",
+        "payload-int-64-bits",
+        "bytes-in-json-space",
+        "key-1025",
+        "branch-name-1025",
+        "branch-name-blank",
+        "event-type-1025",
+        "message-nul",
+    ],
+)
+def test_import_refuses_just_past_each_edge(tmp_path, edge, kind, pick, change, match) -> None:  # type: ignore[no-untyped-def]
+    if isinstance(change, dict):
+        stamp = next(r["ts"] for r in _records(edge) if r["type"] == "commit")
+        times = {_FUTURE: time.time_ns() // 1000 + 60_000_000, _EARLIER: stamp - 1}  # type: ignore[operator]
+        change = {name: times.get(v, v) if isinstance(v, str) else v for name, v in change.items()}
+    data = _set(edge, kind, pick, change)
+    assert data != b"".join(edge)
+    _bad(tmp_path, data, rewinddb.ImportFormatError, "invalid.import", match)
+
+
+def test_import_refuses_two_branches_of_one_name(tmp_path: Path, exported: list[bytes]) -> None:
+    """Two ``default`` roots (once counted as one more branch than the database held),
+    or two live branches of one name: refused, not merged into one."""
+    records = _records(exported)
+    branches = [r for r in records if r["type"] == "branch"]
+    for name in ("default", "run"):
+        twin = dict(next(r for r in branches if r["name"] == name), id=99)
+        at = records.index(branches[-1]) + 1
+        data = b"".join(_lines([*records[:at], twin, *records[at:]]))
+        data = data.replace(b'"branch":%d}' % len(branches), b'"branch":%d}' % (len(branches) + 1))
+        _bad(tmp_path, data, rewinddb.ImportFormatError, "invalid.import", "defined twice")
+
+
+def test_import_refuses_a_key_written_twice_in_one_version(
+    tmp_path: Path, exported: list[bytes]
+) -> None:
+    entry = next(line for line in exported if b'"type":"entry"' in line)
+    at = exported.index(entry)
+    data = b"".join([*exported[:at], entry, *exported[at:]])
+    data = data.replace(b'"entry":', b'"entry":1+', 1)  # the end record's count, below
+    records = _records(data.replace(b'"entry":1+', b'"entry":').splitlines(keepends=True))
+    records[-1]["counts"]["entry"] += 1  # type: ignore[index]
+    _bad(
+        tmp_path,
+        b"".join(_lines(records)),
+        rewinddb.ImportFormatError,
+        "invalid.import",
+        "written twice in version 1",
+    )
+
+
+def test_the_counts_say_how_many_live_and_deleted_branches(
+    tmp_path: Path, exported: list[bytes]
+) -> None:
+    with rewinddb.open(tmp_path / "b") as copy:
+        counts = copy.import_jsonl(exported)
+        live = len(copy.branches.list())
+    assert str(counts).startswith(f"{live} branches, 1 deleted branches, ")
+
+
+def test_a_database_made_by_a_partial_import_exports_and_imports_again(tmp_path: Path) -> None:
+    """A partial import keeps a placeholder for an event's first branch that the file
+    left out; an export of that database carries it, and imports."""
+    with rewinddb.open(tmp_path / "a") as db:
+        db.branches.fork("default", "x")
+        db.branches.fork("default", "t")
+        db.at("x").events.append("e", {})
+        db.branches.merge("x", "t", events="append")
+        data = _export(db, branches=["t"])
+    with rewinddb.open(tmp_path / "b") as partial:
+        partial.import_jsonl(io.BytesIO(data))
+        again = _export(partial)
+        expected = _answers(partial)
+    assert b"(not exported: branch" in again
+    with rewinddb.open(tmp_path / "c") as copy:
+        copy.import_jsonl(io.BytesIO(again))
+        assert _answers(copy) == expected
+        assert copy.at("t").events.verify().ok
