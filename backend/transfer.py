@@ -23,7 +23,8 @@ Import applies the API's own rules to every field, with the API's own checks, so
 imports can be read and shown: values pass ``_values.validate`` (JSON, 64-bit integers,
 at most ``MAX_DEPTH`` levels, counted in the whole value, also through shared arrays);
 names pass ``check_name`` and texts ``check_text``; timestamps are never in the future,
-commits' never go back, and an event's is its commit's.
+commits' never go back, and an event's is its commit's. A failure of the storage (disk
+full, I/O error) is not the file's fault: it goes on as the engine reports it.
 """
 
 from __future__ import annotations
@@ -424,12 +425,16 @@ class _Importer:
         self.section = max(self.section, order)
         try:
             getattr(self, f"apply_{kind}")(record)
-        except self.engine.conn.errors as error:
-            raise self.fail(f"{kind!r} record cannot be stored ({error})") from None
         except (KeyError, TypeError, ValueError) as error:
             if isinstance(error, RewindError):
                 raise
             raise self.fail(f"malformed {kind!r} record ({error!r})") from None
+        except Exception as error:
+            if _broke_a_constraint(error):
+                raise self.fail(f"{kind!r} record cannot be stored ({error})") from None
+            # The storage failed (disk full, I/O error): the file is not to blame, and
+            # the error goes on as it came (the transaction's end rolls everything back).
+            raise
         self.result.counts[kind] += 1
 
     def apply_branch(self, r: dict[str, Any]) -> None:
@@ -704,6 +709,17 @@ class _Importer:
                 (str(self.clock),),
             )
         self.engine.forget_cached()
+
+
+def _broke_a_constraint(error: BaseException) -> bool:
+    """Whether a database error (or the one it wraps) is a constraint the records broke
+    (the file's fault), not a failure of the storage."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if any(cls.__name__ == "IntegrityError" for cls in type(seen).__mro__):
+            return True
+        seen = seen.__cause__
+    return False
 
 
 def import_jsonl(
