@@ -128,3 +128,15 @@ class NotADatabaseError(RewindError):
     """The path exists but is not a rewinddb database."""
 
     code = "invalid.database"
+
+
+class CorruptDatabaseError(RewindError):
+    """The database file is damaged or was edited by something other than rewinddb: a
+    page SQLite cannot read, a missing table, or a row that breaks the schema's rules (a
+    wrong type, an impossible value, a dangling id, a branch that is its own ancestor).
+
+    ``code`` is ``corrupt`` for the file itself (or when the table is not known) and
+    ``corrupt.<table>`` (``corrupt.branches``, ``corrupt.entries``, ...) for a damaged
+    table or row; the message names what is wrong. Nothing was written."""
+
+    code = "corrupt"
