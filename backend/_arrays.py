@@ -29,6 +29,7 @@ from typing import Any
 
 from ._connection import Connection, TokenCache
 from ._values import dumps, loads
+from .errors import CorruptDatabaseError
 
 #: Arrays whose items encode to fewer bytes than this are stored inline.
 MIN_SHARED_BYTES = 512
@@ -261,7 +262,7 @@ class SharedArrays:
             )
             if row is None or row[0] is None or idx >= row[1]:
                 return seq
-            seq = row[0]
+            seq = _base_of(seq, row[0])
 
     def _prefix_hash(self, seq: int, idx: int) -> bytes | None:
         row = self.conn.fetchone(
@@ -288,7 +289,7 @@ class SharedArrays:
             remembered: list[Any] = loads(known[0] + b"]")
             return remembered
         parts: list[bytes] = []
-        end = length
+        end, first = length, seq
         while end > 0:
             row = self.conn.fetchone(
                 "SELECT base_id, base_len FROM rewind_seqs WHERE id = ?", (seq,)
@@ -305,12 +306,40 @@ class SharedArrays:
             end = start
             if row is None or row[0] is None:
                 break
-            seq = row[0]
+            seq = _base_of(seq, row[0])
+        if len(parts) != length:
+            raise CorruptDatabaseError(
+                f"a stored list of {length} items (array {first} in rewind_seqs) has "
+                f"{len(parts)} items in rewind_seq_items: rows were deleted or edited",
+                code="corrupt.seq_items",
+            )
         parts.reverse()
         result: list[Any] = loads(b"[" + b",".join(parts) + b"]")
         return result
+
+    def check_bases(self) -> None:
+        """Refuse a database whose arrays do not each build on an older one (a walk down
+        their bases, as an export makes, would never end)."""
+        row = self.conn.fetchone(
+            "SELECT id, base_id FROM rewind_seqs "
+            "WHERE base_id IS NOT NULL AND NOT (base_id < id) LIMIT 1"
+        )
+        if row is not None:
+            _base_of(*row)
 
     def refs_of(self, refs: bytes | None) -> list[Ref] | None:
         if refs is None:
             return None
         return [(tuple(p), s, n) for p, s, n in loads(refs)]
+
+
+def _base_of(seq: int, base: Any) -> int:
+    """The base of array ``seq``: an older array (a smaller id), so a walk down the bases
+    ends; one another program edited into a loop (or out of shape) is ``corrupt.seqs``."""
+    if type(base) is not int or not 0 < base < seq:
+        raise CorruptDatabaseError(
+            f"array {seq} in rewind_seqs names {base!r} as its base, which is not an older "
+            "array: the row was edited",
+            code="corrupt.seqs",
+        )
+    return base

@@ -12,6 +12,7 @@ SQLite runs in WAL mode: readers never block the writer.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 import time
@@ -25,6 +26,7 @@ from sqlalchemy.schema import CreateIndex, CreateTable
 
 from . import _migrations, _schema
 from .errors import (
+    CorruptDatabaseError,
     DatabaseBusyError,
     DatabaseClosedError,
     NotADatabaseError,
@@ -248,29 +250,62 @@ class Connection:
 
     # -- statements --------------------------------------------------------------
 
+    # Each statement's driver error passes ``damage()``: one that says the file is damaged
+    # (an unreadable page, a missing table) surfaces as a ``CorruptDatabaseError``.
+
     def execute(self, sql: str, params: Params = ()) -> Any:
         if self._closed:
             self.check_open()
         self._fresh_savepoint = None
-        return self._run(sql, params)
+        try:
+            return self._run(sql, params)
+        except Exception as error:
+            failure = self.damage(error)
+            if failure is error:
+                raise
+            raise failure from error
 
     def executemany(self, sql: str, rows: Sequence[Params]) -> None:
         self.check_open()
         self._fresh_savepoint = None
-        self._run_many(sql, rows)
+        try:
+            self._run_many(sql, rows)
+        except Exception as error:
+            failure = self.damage(error)
+            if failure is error:
+                raise
+            raise failure from error
 
     def fetchone(self, sql: str, params: Params = ()) -> Any:
         if self._closed:
             self.check_open()
         self._fresh_savepoint = None
-        return self._run_one(sql, params)
+        try:
+            return self._run_one(sql, params)
+        except Exception as error:
+            failure = self.damage(error)
+            if failure is error:
+                raise
+            raise failure from error
+
+    def damage(self, error: BaseException) -> BaseException:
+        """``error`` as a ``CorruptDatabaseError`` if it says the database is damaged,
+        else ``error`` itself (a backend knows its driver's errors)."""
+        return error
 
     def _run_one(self, sql: str, params: Params) -> Any:
         """The first row of one statement (a backend may send these its own way)."""
         return self._run(sql, params).fetchone()
 
     def fetchall(self, sql: str, params: Params = ()) -> list[Any]:
-        rows: list[Any] = list(self.execute(sql, params))
+        cursor = self.execute(sql, params)
+        try:  # (SQLite reads most pages while the rows are fetched)
+            rows: list[Any] = list(cursor)
+        except Exception as error:
+            failure = self.damage(error)
+            if failure is error:
+                raise
+            raise failure from error
         return rows
 
     def insert_id(self, sql: str, params: Params = ()) -> int:
@@ -504,6 +539,24 @@ class SQLiteConnection(Connection):
     def errors(self) -> tuple[type[Exception], ...]:
         return (sqlite3.Error,)
 
+    def damage(self, error: BaseException) -> BaseException:
+        """SQLite's "malformed" and "not a database" (a damaged page, a garbage header, a
+        truncated file) and a missing table or column are ``corrupt``; the rest is not."""
+        if not isinstance(error, sqlite3.DatabaseError):
+            return error
+        if is_damaged(error):
+            return damaged_file(self.location, error)
+        missing = _MISSING.match(str(error))
+        if missing is None:
+            return error
+        what, name = missing.groups()
+        table = name.split(".")[0]
+        short = table.removeprefix("rewind_") if table.startswith("rewind_") else ""
+        return CorruptDatabaseError(
+            f"{self.location} is damaged: its {what} {name} is missing (SQLite: {error})",
+            code=f"corrupt.{short}" if short else "corrupt",
+        )
+
     def contains_text(self, column: str, *, binary: bool = False) -> str:
         text = f"CAST({column} AS TEXT)" if binary else column
         return f"{text} LIKE ? ESCAPE '\\'"
@@ -565,6 +618,25 @@ def _aborted() -> RewindError:
     )
 
 
+_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+_MISSING = re.compile(r"no such (table|column): (\S+)")
+
+
+def is_damaged(error: BaseException, *, header: bool = True) -> bool:
+    """SQLite says the file is damaged: "malformed" (a bad page, a truncated file) or,
+    with ``header``, "not a database" (a bad header)."""
+    code = getattr(error, "sqlite_errorcode", 0) & 0xFF
+    codes = (_SQLITE_CORRUPT, _SQLITE_NOTADB) if header else (_SQLITE_CORRUPT,)
+    return isinstance(error, sqlite3.DatabaseError) and code in codes
+
+
+def damaged_file(location: str, error: BaseException) -> CorruptDatabaseError:
+    return CorruptDatabaseError(
+        f"{location} is damaged (SQLite: {error}); restore it from a copy, or export what "
+        "still reads (rewinddb export) into a new database"
+    )
+
+
 def is_busy(error: sqlite3.Error) -> bool:
     text = str(error).lower()
     return "locked" in text or "busy" in text
@@ -578,7 +650,10 @@ def _disk_full(error: sqlite3.Error) -> bool:
 
 
 def storage_error(error: sqlite3.Error) -> RewindError:
-    """A SQLite failure as a RewindError: ``busy`` for lock time-outs, else ``storage``."""
+    """A SQLite failure as a RewindError: ``busy`` for lock time-outs, ``corrupt`` for a
+    damaged file, else ``storage``."""
+    if is_damaged(error):
+        return damaged_file("the database file", error)
     if is_busy(error):
         return DatabaseBusyError(
             f"the database stayed locked by another writer for longer than busy_timeout "

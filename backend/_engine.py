@@ -20,6 +20,7 @@ from ._connection import Connection, TokenCache
 from ._values import validate
 from .errors import (
     BranchNotFound,
+    CorruptDatabaseError,
     HistoryUnavailableError,
     InvalidInputError,
     RewindError,
@@ -58,6 +59,21 @@ MISSING: Any = _Missing()
 
 def now_micros() -> int:
     return time.time_ns() // 1000
+
+
+def _check_acyclic(steps: list[tuple[BranchRecord, int]]) -> None:
+    """A lineage that meets a branch twice is a parent cycle: ``corrupt.branches``."""
+    seen: dict[int, str] = {}
+    for step, _ in steps:
+        if step.id in seen:
+            chain = " -> ".join([*seen.values(), step.name])
+            raise CorruptDatabaseError(
+                f"branch {step.name!r} is its own ancestor in rewind_branches ({chain}): "
+                "the parent ids were edited into a loop",
+                code="corrupt.branches",
+                branch=step.name,
+            )
+        seen[step.id] = step.name
 
 
 def check_name(value: Any, what: str) -> str:
@@ -122,6 +138,35 @@ class BranchRecord:
     forked_at: int
     created_at: int
     deleted_at: int | None
+
+
+def branch_record(row: Any) -> BranchRecord:
+    """A ``rewind_branches`` row (``Engine._BRANCH_COLUMNS``) as a record, checked once
+    (records are cached): a row another program edited out of shape is ``corrupt``."""
+    branch_id, name, parent_id, forked_at, created_at, deleted_at = row
+    if (
+        type(branch_id) is not int
+        or type(name) is not str
+        or not name
+        or (parent_id is not None and (type(parent_id) is not int or parent_id == branch_id))
+        or type(forked_at) is not int
+        or not 0 <= forked_at < 2**63
+        or type(created_at) is not int
+        or (deleted_at is not None and type(deleted_at) is not int)
+    ):
+        raise CorruptDatabaseError(
+            f"the row of branch {name!r} (id {branch_id!r}) in rewind_branches is damaged: "
+            f"parent {parent_id!r}, forked at {forked_at!r}, created at {created_at!r}, "
+            f"deleted at {deleted_at!r}",
+            code="corrupt.branches",
+            branch=name,
+        )
+    return BranchRecord(branch_id, name, parent_id, forked_at, created_at, deleted_at)
+
+
+#: A lineage walk this deep checks that it meets no branch twice (a parent cycle that
+#: another program wrote), and again at each doubling of its depth.
+_DEEP_LINEAGE = 64
 
 
 #: Allocate and record the next version in one statement (one round trip under the write
@@ -290,6 +335,13 @@ class Engine:
             deleted = self.conn.fetchone(
                 "SELECT max(deleted_at) FROM rewind_branches WHERE name = ?", (name,)
             )
+            if name == DEFAULT_BRANCH:  # created with the database, never deleted
+                raise CorruptDatabaseError(
+                    "the row of the default branch in rewind_branches is "
+                    + ("marked deleted" if deleted and deleted[0] is not None else "missing"),
+                    code="corrupt.branches",
+                    branch=name,
+                )
             if deleted and deleted[0] is not None:
                 raise BranchNotFound(
                     f"branch {name!r} was deleted at {from_micros(deleted[0]).isoformat()}; "
@@ -299,7 +351,7 @@ class Engine:
             raise BranchNotFound(
                 f"branch {name!r} does not exist; see db.branches.list()", branch=name
             )
-        record = BranchRecord(*row)
+        record = branch_record(row)
         self._records[record.id] = record
         return record
 
@@ -311,7 +363,13 @@ class Engine:
                 f"SELECT {self._BRANCH_COLUMNS} FROM rewind_branches WHERE id = ?",
                 (branch_id,),
             )
-            record = BranchRecord(*row)
+            if row is None:
+                raise CorruptDatabaseError(
+                    f"branch id {branch_id!r} is named by rows of the database (as a parent, "
+                    "or by commits, entries or events) but rewind_branches has no such row",
+                    code="corrupt.branches",
+                )
+            record = branch_record(row)
             self._records[branch_id] = record
         return record
 
@@ -320,11 +378,14 @@ class Engine:
     ) -> list[tuple[BranchRecord, int]]:
         """[(branch, highest visible version)], the branch first, then its ancestors."""
         steps = [(record, version)]
-        cap = version
+        cap, deep = version, _DEEP_LINEAGE
         while record.parent_id is not None:
             cap = min(cap, record.forked_at)  # a fork at an inherited event is below its
             record = self.branch_by_id(record.parent_id)  # parent's own fork point
             steps.append((record, cap))
+            if len(steps) == deep:
+                _check_acyclic(steps)
+                deep *= 2
         return steps
 
     def lineage(self, record: BranchRecord, version: int) -> list[tuple[int, int]]:
@@ -344,8 +405,12 @@ class Engine:
     def owner_at(self, record: BranchRecord, version: int) -> BranchRecord:
         """The branch of ``record``'s lineage whose history holds ``version``: reading it
         there gives what ``record`` inherited at that version (for inherited history)."""
+        start, hops = record, 0
         while record.parent_id is not None and version < record.forked_at:
             record = self.branch_by_id(record.parent_id)
+            hops += 1
+            if hops == _DEEP_LINEAGE:
+                self._lineage_records(start, version)  # ends, or raises on a cycle
         return record
 
     def ranges(self, record: BranchRecord, version: int) -> dict[int, int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ._damage import guarded
 from ._engine import (
     MISSING,
     AsOf,
@@ -20,6 +21,7 @@ from .errors import InvalidInputError
 from .models import HistoryEntry, from_micros
 
 
+@guarded
 class KeySpace:
     """Keyed values of one kind (``space``) as seen from one branch."""
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from . import _schema
-from .errors import NotADatabaseError, RewindError
+from .errors import CorruptDatabaseError, NotADatabaseError, RewindError
 
 if TYPE_CHECKING:
     from ._connection import Connection
@@ -75,7 +75,14 @@ def stored_version(conn: Connection) -> int:
     row = conn.fetchone("SELECT value FROM rewind_meta WHERE key = 'schema_version'")
     if row is None:
         raise NotADatabaseError(f"{conn.location} has no schema version: not a rewinddb database")
-    return int(row[0])
+    value = row[0]
+    if not isinstance(value, str) or not value.isdigit() or int(value) < 1:
+        raise CorruptDatabaseError(
+            f"{conn.location} is damaged: its schema version in rewind_meta is {value!r}, "
+            "not a number rewinddb ever wrote",
+            code="corrupt.meta",
+        )
+    return int(value)
 
 
 def check_version(conn: Connection) -> int:

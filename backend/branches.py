@@ -6,8 +6,9 @@ import builtins
 from collections.abc import Iterator
 from typing import Any
 
+from ._damage import guarded
 from ._engine import DEFAULT_BRANCH, AsOf, BranchRecord, Engine, check_name, now_micros
-from .errors import BranchExistsError, InvalidInputError
+from .errors import BranchExistsError, CorruptDatabaseError, InvalidInputError
 from .events import Events, last_event
 from .merge import EventMode, MergeReceipt, Strategy, merge_branches
 from .models import Branch, from_micros
@@ -36,6 +37,12 @@ _OWN_COMMITS = (
 
 def _branch(engine: Engine, row: tuple[Any, ...]) -> Branch:
     name, parent, forked_at, created_at, head, commits, last_ts, branch_id, last_own = row
+    if type(name) is not str or not name or type(forked_at) is not int:
+        raise CorruptDatabaseError(
+            f"the row of branch id {branch_id!r} in rewind_branches is damaged: name "
+            f"{name!r}, forked at {forked_at!r}",
+            code="corrupt.branches",
+        )
     if last_own is not None:  # a branch's own events continue its inherited log, densely
         events = last_own + 1
     else:
@@ -53,6 +60,7 @@ def _branch(engine: Engine, row: tuple[Any, ...]) -> Branch:
     )
 
 
+@guarded
 class Branches:
     """The branches of one database."""
 

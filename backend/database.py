@@ -17,9 +17,12 @@ from ._connection import (
     Connection,
     SQLiteConnection,
     check_options,
+    damaged_file,
     is_busy,
+    is_damaged,
     storage_error,
 )
+from ._damage import guarded
 from ._engine import DEFAULT_BRANCH, AsOf, Engine, check_count, check_flag
 from .blame import LastWrite, last_writes
 from .branches import Branches
@@ -35,6 +38,7 @@ from .state import State
 from .transfer import TransferCounts, export_jsonl, import_jsonl
 
 
+@guarded
 class _Primitives:
     """The primitives of one branch: ``kv``, ``json``, ``events`` and ``state``."""
 
@@ -132,6 +136,7 @@ class _Primitives:
             return write.version if any(changed) else None
 
 
+@guarded
 class BranchView(_Primitives):
     """A branch of a database. It holds no state of its own: it is the database seen
     from one branch, and every read and write goes to that branch."""
@@ -156,6 +161,7 @@ class BranchView(_Primitives):
             return f"<div>branch view: {escape(str(error))}</div>"
 
 
+@guarded
 class Database(_Primitives):
     """An open rewinddb database; used directly, it is the ``default`` branch's view."""
 
@@ -289,6 +295,9 @@ class Database(_Primitives):
     ) -> TransferCounts:
         """Write the history (of ``branches`` and their ancestors; default: all) to ``out``
         as JSON Lines (see ``rewinddb.transfer``)."""
+        with self._engine.conn.lock:
+            self._engine.conn.check_open()
+            self._engine.arrays.check_bases()  # (the export walks down array bases)
         return export_jsonl(self._engine, out, branches=branches, progress=progress)
 
     def import_jsonl(
@@ -397,8 +406,15 @@ def open(
             directory, durability=durability, readonly=readonly, busy_timeout=busy_timeout
         )
     except sqlite3.Error as error:
+        if is_damaged(error, header=False):  # a SQLite file (so ours), and damaged
+            raise damaged_file(str(db_file), error) from error
         raise NotADatabaseError(f"cannot open {db_file}: {error}") from error
     try:
+        if not create and not connection.has_schema():  # an empty file, another app's
+            raise NotADatabaseError(
+                f"{db_file} is not a rewinddb database (it holds no rewinddb tables)",
+                path=str(directory),
+            )
         connection.ensure_schema()
     except sqlite3.DatabaseError as error:
         connection.close()

@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from . import jsonpath
+from ._damage import guarded
 from ._engine import MISSING, AsOf, check_name
 from ._keyspace import KeySpace
 from ._values import validate
 from .models import HistoryEntry
 
 
+@guarded
 class Documents(KeySpace):
     """JSON documents on one branch; ``set`` at a path writes a new version of the whole."""
 

@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ._damage import guarded
 from ._engine import AsOf, BranchRecord, Engine, WriteContext, check_count, check_name, check_text
 from ._values import dumps, loads, validate
-from .errors import AppendConflictError, EventNotFound, InvalidInputError
+from .errors import AppendConflictError, CorruptDatabaseError, EventNotFound, InvalidInputError
 from .models import Event, EventItem, from_micros
 
 EVENT_COLUMNS = (
@@ -41,6 +42,17 @@ def _like(text: str) -> str:
 
 def event_from_row(engine: Engine, row: tuple[Any, ...]) -> Event:
     branch_id, sequence, event_type, payload, version, ts, digest, origin_id, origin_seq = row
+    if (
+        type(sequence) is not int
+        or type(event_type) is not str
+        or type(version) is not int
+        or type(digest) is not str
+    ):
+        raise CorruptDatabaseError(
+            f"event {sequence!r} of branch id {branch_id!r} in rewind_events is damaged: "
+            f"type {event_type!r}, version {version!r}, hash {digest!r}",
+            code="corrupt.events",
+        )
     return Event(
         sequence=sequence,
         event_type=event_type,
@@ -181,6 +193,7 @@ def _as_events(log: Any) -> builtins.list[Event]:
     return events
 
 
+@guarded
 class Events:
     """The event log of one branch (including its ancestors' events up to the fork)."""
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ._damage import guarded
 from ._engine import MISSING, AsOf, check_name
 from ._keyspace import KeySpace
 from .models import HistoryEntry
 
 
+@guarded
 class KV(KeySpace):
     """Key-value pairs on one branch. Every ``put``/``delete`` is a version."""
 

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+from ._damage import guarded
 from ._engine import MISSING, AsOf, check_count, check_name
 from ._keyspace import KeySpace
 from ._values import jsonable, validate
@@ -41,6 +42,7 @@ class Transition:
         return data
 
 
+@guarded
 class State(KeySpace):
     """Keyed state on one branch; ``trigger`` records what caused each change."""
 
