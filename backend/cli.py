@@ -171,10 +171,18 @@ def _serve(path: str | Path, args: argparse.Namespace) -> None:
     web = _web()
     import uvicorn
 
-    app = web.create_app(path, allow_writes=args.allow_writes)
+    app = web.create_app(
+        path,
+        allow_writes=args.allow_writes,
+        allowed_hosts=[args.host, *(args.allow_host or ())],
+    )
     mode = "read-write" if args.allow_writes else "read-only"
     host = f"[{args.host}]" if ":" in args.host else args.host
     print(f"rewinddb explorer ({mode}) for {path}: http://{host}:{args.port}/", flush=True)
+    names = ", ".join(sorted(app.state.allowed_hosts))
+    print(f"answers only for the hosts {names} (more: --allow-host NAME)", flush=True)
+    if args.host in ("0.0.0.0", "::"):
+        print("on every interface: reach it by a name or address given with --allow-host")
     print("press Ctrl-C to stop", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
 
@@ -274,6 +282,14 @@ def build_parser() -> argparse.ArgumentParser:
             "--allow-writes",
             action="store_true",
             help="open the database read-write and allow fork and merge from the pages",
+        )
+        sub.add_argument(
+            "--allow-host",
+            action="append",
+            metavar="NAME",
+            help="also answer requests for this host name (repeatable; any port). "
+            "127.0.0.1, localhost, [::1] and the --host value always are; other names "
+            "are refused (421), which stops DNS rebinding",
         )
 
     serve = commands.add_parser(

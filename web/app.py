@@ -1,14 +1,15 @@
 """``create_app(path)``: the explorer as a FastAPI application.
 
 Run it with ``rewinddb serve PATH`` or ``uvicorn rewinddb.web.app:create_app --factory``
-(the path then comes from ``REWINDDB_PATH``). The database is opened read-only unless
-``allow_writes`` is set, and then only the fork and merge routes can change it.
+(the path then comes from ``REWINDDB_PATH``, more allowed host names from
+``REWINDDB_ALLOWED_HOSTS``). The database is opened read-only unless ``allow_writes``
+is set, and then only the fork and merge routes can change it.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -21,22 +22,28 @@ from starlette.responses import Response
 
 import rewinddb
 
-from . import api, pages, writes
+from . import api, pages, security, writes
 from .assets import plotly_js_route
 from .queries import PageNotFound
 from .rendering import error_response, make_templates
-from .security import SecurityHeaders, new_csrf_token
+from .security import AllowedHosts, SecurityHeaders, new_csrf_token
 from .urls import BadSegment
 
 STATIC = Path(__file__).parent / "static"
 
 
 def create_app(
-    path: str | os.PathLike[str] | None = None, *, allow_writes: bool = False
+    path: str | os.PathLike[str] | None = None,
+    *,
+    allow_writes: bool = False,
+    allowed_hosts: Iterable[str] | None = None,
 ) -> FastAPI:
     """The explorer for the database at ``path`` (default: ``$REWINDDB_PATH``).
 
-    The database must exist; it is opened read-only unless ``allow_writes``.
+    The database must exist; it is opened read-only unless ``allow_writes``. The app
+    answers only requests whose ``Host`` is 127.0.0.1, localhost, [::1] or one of
+    ``allowed_hosts`` (any port; default: the comma-separated names in
+    ``$REWINDDB_ALLOWED_HOSTS``), others get 421: that stops DNS rebinding.
     """
     if path is None:
         path = os.environ.get("REWINDDB_PATH")
@@ -45,6 +52,7 @@ def create_app(
                 "give the database path: create_app(path) or REWINDDB_PATH=...",
                 code="invalid.path",
             )
+    hosts = security.allowed_hosts(allowed_hosts)
 
     def open_database() -> rewinddb.Database:
         return rewinddb.open(path, create=False, readonly=not allow_writes)
@@ -67,8 +75,12 @@ def create_app(
     )
     app.state.db = open_database()  # now, so a bad path fails here, not on a request
     app.state.allow_writes = allow_writes
+    app.state.allowed_hosts = hosts
     app.state.csrf_token = new_csrf_token()
     app.state.templates = make_templates(allow_writes=allow_writes)
+    # Outermost last: headers on every response, then gzip, then the Host check (before
+    # anything reads).
+    app.add_middleware(AllowedHosts, hosts=hosts)
     app.add_middleware(GZipMiddleware, minimum_size=1000)
     app.add_middleware(SecurityHeaders)
     app.add_exception_handler(rewinddb.RewindError, _handle_error)

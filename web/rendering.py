@@ -95,12 +95,13 @@ def render(
     request: Request, template: str, context: dict[str, Any], status: int = 200
 ) -> HTMLResponse:
     env: jinja2.Environment = request.app.state.templates
-    html = env.get_template(template).render(
-        request=request,
-        csrf_token=request.app.state.csrf_token,
-        fragment=is_fragment(request),
-        **context,
-    )
+    values = {
+        "request": request,
+        "csrf_token": request.app.state.csrf_token,
+        "fragment": is_fragment(request),
+        **context,  # may override csrf_token (an error page for a foreign host)
+    }
+    html = env.get_template(template).render(**values)
     response = HTMLResponse(html, status_code=status)
     # One URL answers a fragment to htmx and the whole page otherwise: caches (the
     # browser's back button included) must tell them apart.
@@ -127,9 +128,14 @@ def wants_json(request: Request) -> bool:
     return path.startswith("/api/") or path.endswith(".json")
 
 
-def error_response(request: Request, status: int, code: str, message: str) -> Response:
+def error_response(
+    request: Request, status: int, code: str, message: str, *, with_token: bool = True
+) -> Response:
+    """The error page (JSON under /api or for .json); ``with_token=False`` leaves the
+    CSRF token out of it (a request for a host the server does not answer for)."""
     if wants_json(request):
         return json_response({"error": {"code": code, "message": message}}, status)
-    return render(
-        request, "error.html", {"status": status, "code": code, "message": message}, status
-    )
+    context: dict[str, Any] = {"status": status, "code": code, "message": message}
+    if not with_token:
+        context["csrf_token"] = ""
+    return render(request, "error.html", context, status)

@@ -26,7 +26,8 @@ Name = Annotated[str, Form(min_length=1, max_length=1024)]
 
 def _refused(request: Request, token: str | None) -> Response | None:
     submitted = token or request.headers.get(CSRF_HEADER)
-    if csrf_ok(request, request.app.state.csrf_token, submitted):
+    state = request.app.state
+    if csrf_ok(request, state.csrf_token, submitted, state.allowed_hosts):
         return None
     return error_response(request, 403, "csrf", "missing or wrong CSRF token, or a foreign Origin")
 

@@ -22,7 +22,7 @@ def demo_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def client(demo_path: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(demo_path)) as test_client:
+    with TestClient(create_app(demo_path), base_url="http://localhost") as test_client:
         yield test_client
 
 
@@ -30,5 +30,7 @@ def client(demo_path: Path) -> Iterator[TestClient]:
 def writable(tmp_path: Path) -> Iterator[TestClient]:
     path = tmp_path / "demo"
     build_demo(path).close()
-    with TestClient(create_app(path, allow_writes=True)) as test_client:
+    with TestClient(
+        create_app(path, allow_writes=True), base_url="http://localhost"
+    ) as test_client:
         yield test_client

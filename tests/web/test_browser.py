@@ -15,6 +15,7 @@ Chromium comes from Debian (``apt-get install -y chromium``, see ``.ci/run``), n
 
 from __future__ import annotations
 
+import http.server
 import json
 import math
 import os
@@ -22,6 +23,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -77,13 +79,14 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(path: Path, log: Path) -> Iterator[str]:
-    """``rewinddb serve path`` as a real process; yields its base URL once it answers."""
-    port = free_port()
+def serve(path: Path, log: Path, *options: str, port: int | None = None) -> Iterator[str]:
+    """``rewinddb serve path [options]`` as a real process (on ``port``, default a free
+    one); yields its base URL once it answers."""
+    port = port or free_port()
     base = f"http://127.0.0.1:{port}"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "rewinddb", "serve", str(path), "--port", str(port)],
+            [sys.executable, "-m", "rewinddb", "serve", str(path), "--port", str(port), *options],
             stdout=out,
             stderr=subprocess.STDOUT,
         )
@@ -745,3 +748,111 @@ def test_a_langgraph_time_travel_run_is_a_branch_tree(
             tab.assert_clean()
     finally:
         tab.page.context.close()
+
+
+# --- DNS rebinding --------------------------------------------------------------------
+
+#: What a page on a rebound name would run: read pages and the API, take the CSRF token
+#: from the overview, and fork with it (as the explorer's own htmx request does).
+REBINDING_ATTACK = """
+async (name) => {
+  const read = async (url, init) => {
+    try {
+      const response = await fetch(url, init);
+      return {status: response.status, text: await response.text()};
+    } catch (error) {
+      return {status: 0, text: String(error)};
+    }
+  };
+  const out = {home: await read('/')};
+  const token = out.home.text.match(/name="csrf-token" content="([^"]*)"/);
+  out.token = token ? token[1] : '';
+  out.api = await read('/api/branches');
+  out.event = await read('/branches/research/events/3.json');
+  out.fork = await read('/branches/research/fork', {
+    method: 'POST',
+    body: new URLSearchParams({name: name, csrf_token: out.token}),
+    headers: {'X-CSRF-Token': out.token, 'HX-Request': 'true'},
+  });
+  return out;
+}
+"""
+
+
+class _AttackerPage(http.server.BaseHTTPRequestHandler):
+    """The attacker's own server: a page with nothing in it (its script comes later)."""
+
+    def do_GET(self) -> None:
+        body = b"<!doctype html><title>attacker</title><p>nothing to see"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_a_rebound_page_gets_no_agent_state_and_cannot_fork(
+    chromium: Browser, tmp_path: Path, shots: Path
+) -> None:
+    """DNS rebinding in Chromium: ``--host-resolver-rules`` maps evil.example to
+    127.0.0.1. The attacker's server answers on evil.example:PORT first; the tab loads its
+    page; then that server goes and ``rewinddb serve --allow-writes`` takes the same port,
+    as if the name now pointed at the victim. The page's script, same-origin with the
+    explorer to the browser, reads pages and the API, takes the CSRF token and forks: it
+    gets 421s, no agent state, no token, no fork. The same script on the explorer's own
+    origin reads and forks, so the refusal is the Host check, not the script."""
+    path = tmp_path / "demo"
+    build_demo(path).close()
+    port = free_port()
+    evil = f"http://evil.example:{port}"
+    browser = chromium.browser_type.launch(
+        executable_path=CHROMIUM,
+        args=[*CHROMIUM_ARGS, "--host-resolver-rules=MAP evil.example 127.0.0.1"],
+    )
+    try:
+        tab = open_tab(browser)
+        page = tab.page
+        attacker = http.server.HTTPServer(("127.0.0.1", port), _AttackerPage)
+        serving = threading.Thread(target=attacker.serve_forever, daemon=True)
+        serving.start()
+        try:
+            page.goto(f"{evil}/")
+            expect(page.locator("p")).to_have_text("nothing to see")
+        finally:
+            attacker.shutdown()
+            attacker.server_close()
+            serving.join(10)
+        with serve(path, tmp_path / "server.log", "--allow-writes", port=port) as base:
+            stolen = page.evaluate(REBINDING_ATTACK, "stolen")
+            for part in ("home", "api", "event", "fork"):
+                assert stolen[part]["status"] == 421, (part, stolen[part])
+                assert "research" not in stolen[part]["text"], part
+            assert stolen["token"] == ""
+            tab.expect_http_error()
+
+            # Browsing to the rebound name shows only our error page.
+            page.goto(f"{evil}/branches/research")
+            expect(page.locator("h1")).to_contain_text("421")
+            assert "research-retry" not in page.content()
+            page.screenshot(path=str(shots / "rebound.png"))
+            page.wait_for_load_state("networkidle")
+            tab.expect_http_error()
+            # Its stylesheet and scripts are refused too (421 pages, not CSS or JS).
+            tab.errors[:] = [e for e in tab.errors if f"'{evil}/static/" not in e]
+
+            # The same script on the explorer's own origin: it can read and fork.
+            page.goto(f"{base}/")
+            own = page.evaluate(REBINDING_ATTACK, "own-origin")
+            assert own["home"]["status"] == 200 and len(own["token"]) > 20
+            assert "research" in own["api"]["text"]
+            assert own["fork"]["status"] == 204, own["fork"]
+            with urllib.request.urlopen(f"{base}/api/branches", timeout=10) as response:
+                names = {branch["name"] for branch in json.load(response)}
+            assert "own-origin" in names and "stolen" not in names
+            tab.assert_clean()
+            page.context.close()
+    finally:
+        browser.close()

@@ -14,7 +14,9 @@ from rewinddb.web import create_app
 
 _DB = Path(tempfile.mkdtemp(prefix="rewinddb-fuzz-")) / "demo"
 build_demo(_DB).close()
-schema = schemathesis.openapi.from_asgi("/api/openapi.json", create_app(_DB))
+schema = schemathesis.openapi.from_asgi(
+    "/api/openapi.json", create_app(_DB, allowed_hosts=["testserver"])
+)  # its client's name
 
 
 @schema.parametrize()

@@ -139,7 +139,7 @@ def test_older_key_versions_page_through_inherited_history(tmp_path: Path) -> No
         db.branches.delete("a")
         db.branches.fork("default", "a", at=1)  # an unrelated branch with the old name
         db.at("a").kv.put("k", "other")
-    with TestClient(create_app(tmp_path / "db")) as client:
+    with TestClient(create_app(tmp_path / "db"), base_url="http://localhost") as client:
         values, before = [], None
         while True:
             query = "" if before is None else f"&before={before}"
@@ -176,7 +176,7 @@ def test_compare_points_of_branches_named_like_points(tmp_path: Path) -> None:
             db.at("run").kv.put("n", n)
         db.branches.fork("run", "run@5", at=2)
         db.at("run@5").kv.put("n", "own")
-    with TestClient(create_app(tmp_path / "db")) as client:
+    with TestClient(create_app(tmp_path / "db"), base_url="http://localhost") as client:
         point = client.get("/compare.json?a=run@5&b=run@5@7").json()  # run at 5; run@5 at 7
         assert (point["a"]["branch"], point["a"]["version"]) == ("run", 5)
         assert (point["b"]["branch"], point["b"]["version"]) == ("run@5", 7)
@@ -263,7 +263,7 @@ def test_the_explorer_serves_a_postgresql_database(postgres_url: str) -> None:
     from rewinddb.web import create_app
 
     build_demo(postgres_url).close()
-    with TestClient(create_app(postgres_url)) as client:
+    with TestClient(create_app(postgres_url), base_url="http://localhost") as client:
         assert client.app.state.db.readonly  # type: ignore[attr-defined]
         assert "research-retry-2" in client.get("/").text
         detail = client.get("/branches/research/events/6.json").json()
@@ -280,12 +280,12 @@ def test_the_branch_page_verifies_the_hash_chain(tmp_path) -> None:  # type: ign
     with rewinddb.open(tmp_path / "db") as db:
         for n in range(5):
             db.events.append("step", {"n": n})
-    with TestClient(create_app(tmp_path / "db")) as client:
+    with TestClient(create_app(tmp_path / "db"), base_url="http://localhost") as client:
         assert "hash chain verified (5 events)" in client.get("/branches/default").text
         assert client.get("/branches/default.json").json()["verification"]["ok"]
     with sqlite3.connect(tmp_path / "db" / "rewind.sqlite3") as raw:  # tamper with event 2
         raw.execute("UPDATE rewind_events SET payload = ? WHERE sequence = 2", (b'{"n":99}',))
-    with TestClient(create_app(tmp_path / "db")) as client:
+    with TestClient(create_app(tmp_path / "db"), base_url="http://localhost") as client:
         page = client.get("/branches/default").text
         assert "hash chain BROKEN at event #2" in page
 
@@ -309,7 +309,7 @@ def test_a_branch_whose_parent_was_deleted_still_shows_its_events(tmp_path) -> N
         db.branches.fork("par", "child")
         db.at("child").events.append("own", {})
         db.branches.delete("par")
-    with TestClient(create_app(tmp_path / "db")) as client:
+    with TestClient(create_app(tmp_path / "db"), base_url="http://localhost") as client:
         inherited = client.get("/branches/child/events/1.json").json()
         assert inherited["state"] is None and "deleted" in inherited["unavailable"]
         own = client.get("/branches/child/events/2.json").json()
@@ -332,6 +332,6 @@ def test_csrf_tokens_that_are_not_ascii_are_refused_not_500(writable: TestClient
     https = writable.post(
         "/branches/research/fork",
         data={"name": "y", "csrf_token": token},
-        headers={"Origin": "https://testserver"},
+        headers={"Origin": "https://localhost"},
     )
     assert https.status_code == 403  # another scheme is another origin

@@ -36,7 +36,7 @@ def evil_client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
             db.events.append(text, {"payload": text})
             db.branches.fork("default", text)
             db.at(text).events.append("tool.call", {text: text})
-    return TestClient(create_app(path))
+    return TestClient(create_app(path), base_url="http://localhost")
 
 
 def _pages(client: TestClient) -> list[str]:
@@ -114,7 +114,7 @@ def test_every_response_has_a_content_security_policy(evil_client: TestClient) -
 def test_read_only_by_default(demo_path: Path) -> None:
     app = create_app(demo_path)
     assert app.state.db.readonly
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://localhost") as client:
         for url in ("/merge", "/branches/run-1/fork"):
             response = client.post(url, data={"source": "run-1", "target": "default"})
             assert response.status_code in (404, 405)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -23,9 +24,7 @@ def free_port() -> int:
         return port
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[str, Path, subprocess.Popen[str]]]:
-    path = tmp_path / "demo"
+def build_demo_process(path: Path) -> None:
     built = subprocess.run(
         [sys.executable, "-m", "rewinddb", "demo", str(path), "--no-serve"],
         capture_output=True,
@@ -34,9 +33,14 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path, subprocess.Popen[str]]]:
     )
     assert built.returncode == 0, built.stderr
     assert "built a demo database" in built.stdout
+
+
+@contextmanager
+def serving(path: Path, *options: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``rewinddb serve path --port P *options`` as a real process, once it answers."""
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "rewinddb", "serve", str(path), "--port", str(port)],
+        [sys.executable, "-m", "rewinddb", "serve", str(path), "--port", str(port), *options],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -52,10 +56,18 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path, subprocess.Popen[str]]]:
                 assert server.poll() is None, server.stdout.read() if server.stdout else ""
                 assert time.monotonic() < deadline, "the server did not start"
                 time.sleep(0.1)
-        yield url, path, server
+        yield url, server
     finally:
         server.terminate()
         server.communicate(timeout=10)  # reaps it and closes its pipe
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, Path, subprocess.Popen[str]]]:
+    path = tmp_path / "demo"
+    build_demo_process(path)
+    with serving(path) as (url, server):
+        yield url, path, server
 
 
 def test_serve_answers_on_localhost_read_only(
@@ -102,7 +114,7 @@ def test_demo_reuses_an_existing_demo(tmp_path: Path) -> None:
     assert again.returncode == 0 and "using the demo database already" in again.stdout
 
 
-def test_uvicorn_factory_reads_the_path_from_the_environment(tmp_path: Path) -> None:
+def test_uvicorn_factory_reads_the_path_and_hosts_from_the_environment(tmp_path: Path) -> None:
     path = tmp_path / "demo"
     subprocess.run(
         [sys.executable, "-m", "rewinddb", "demo", str(path), "--no-serve"],
@@ -121,7 +133,7 @@ def test_uvicorn_factory_reads_the_path_from_the_environment(tmp_path: Path) -> 
             "--port",
             str(port),
         ],
-        env={**os.environ, "REWINDDB_PATH": str(path)},
+        env={**os.environ, "REWINDDB_PATH": str(path), "REWINDDB_ALLOWED_HOSTS": "agent.box"},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -137,6 +149,10 @@ def test_uvicorn_factory_reads_the_path_from_the_environment(tmp_path: Path) -> 
                 assert time.monotonic() < deadline, "uvicorn did not start"
                 time.sleep(0.1)
         assert "research" in {branch["name"] for branch in response.json()}
+        api = f"http://127.0.0.1:{port}/api/branches"
+        assert httpx.get(api, headers={"Host": f"agent.box:{port}"}).status_code == 200
+        refused = httpx.get(api, headers={"Host": f"evil.example:{port}"})
+        assert refused.status_code == 421 and "research" not in refused.text
     finally:
         server.terminate()
         server.communicate(timeout=10)
@@ -149,3 +165,81 @@ def test_create_app_without_a_path_says_what_to_give(monkeypatch: pytest.MonkeyP
     with pytest.raises(rewinddb.RewindError) as info:
         create_app()
     assert info.value.code == "invalid.path" and "REWINDDB_PATH" in str(info.value)
+
+
+# -- DNS rebinding, against the real server -------------------------------------------
+
+
+def rebound(url: str) -> dict[str, str]:
+    """The headers of a request from a page on evil.example rebound to 127.0.0.1."""
+    port = url.rsplit(":", 1)[1]
+    return {"Host": f"evil.example:{port}", "Origin": f"http://evil.example:{port}"}
+
+
+def test_a_rebound_name_reads_nothing_from_rewinddb_serve(
+    served: tuple[str, Path, subprocess.Popen[str]],
+) -> None:
+    url, _path, _server = served
+    for page in ("/", "/.json", "/api/branches", "/branches/research/events/3"):
+        response = httpx.get(url + page, headers=rebound(url))
+        assert response.status_code == 421, page
+        assert "research" not in response.text and "run-1" not in response.text
+    assert "research" in httpx.get(url + "/api/branches").text
+    assert httpx.get(url + "/api/branches", headers={"Host": "localhost:1"}).status_code == 200
+
+
+def test_a_rebound_name_cannot_fork_on_rewinddb_serve_with_writes(tmp_path: Path) -> None:
+    path = tmp_path / "demo"
+    build_demo_process(path)
+    with serving(path, "--allow-writes", "--allow-host", "agent.box") as (url, _server):
+        page = httpx.get(url + "/").text
+        token = page.split('name="csrf-token" content="', 1)[1].split('"', 1)[0]
+        assert len(token) > 20
+        evil = rebound(url)
+        stolen = httpx.get(url + "/", headers=evil).text
+        assert token not in stolen
+        for headers in (evil, {**evil, "X-CSRF-Token": token, "HX-Request": "true"}):
+            fork = httpx.post(
+                url + "/branches/research/fork",
+                data={"name": "stolen", "csrf_token": token},
+                headers=headers,
+            )
+            assert fork.status_code == 421
+        merge = httpx.post(
+            url + "/merge",
+            data={"source": "run-2", "target": "run-3", "strategy": "source", "csrf_token": token},
+            headers=evil,
+        )
+        assert merge.status_code == 421
+        names = {branch["name"] for branch in httpx.get(url + "/api/branches").json()}
+        assert "stolen" not in names
+        # A foreign Origin on the real Host: the CSRF check refuses it too.
+        foreign = httpx.post(
+            url + "/branches/research/fork",
+            data={"name": "stolen", "csrf_token": token},
+            headers={"Origin": evil["Origin"]},
+        )
+        assert foreign.status_code == 403
+        # The name given with --allow-host is answered, and may write from its own pages.
+        port = url.rsplit(":", 1)[1]
+        boxed = {"Host": f"agent.box:{port}", "Origin": f"http://agent.box:{port}"}
+        assert httpx.get(url + "/api/branches", headers=boxed).status_code == 200
+        mine = httpx.post(
+            url + "/branches/research/fork",
+            data={"name": "mine", "csrf_token": token},
+            headers=boxed,
+        )
+        assert mine.status_code == 303
+
+
+def test_a_request_without_a_host_is_400(
+    served: tuple[str, Path, subprocess.Popen[str]],
+) -> None:
+    url, _path, _server = served
+    port = int(url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"GET /api/branches HTTP/1.0\r\n\r\n")
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 400") and b"research" not in answer
