@@ -175,6 +175,7 @@ def _serve(path: str | Path, args: argparse.Namespace) -> None:
         path,
         allow_writes=args.allow_writes,
         allowed_hosts=[args.host, *(args.allow_host or ())],
+        read_connections=args.read_connections,
     )
     mode = "read-write" if args.allow_writes else "read-only"
     host = f"[{args.host}]" if ":" in args.host else args.host
@@ -290,6 +291,12 @@ def build_parser() -> argparse.ArgumentParser:
             help="also answer requests for this host name (repeatable; any port). "
             "127.0.0.1, localhost, [::1] and the --host value always are; other names "
             "are refused (421), which stops DNS rebinding",
+        )
+        sub.add_argument(
+            "--read-connections",
+            type=int,
+            metavar="N",
+            help="read-only database connections the pages read from at once (default: 4)",
         )
 
     serve = commands.add_parser(

@@ -2,8 +2,10 @@
 
 Run it with ``rewinddb serve PATH`` or ``uvicorn rewinddb.web.app:create_app --factory``
 (the path then comes from ``REWINDDB_PATH``, more allowed host names from
-``REWINDDB_ALLOWED_HOSTS``). The database is opened read-only unless ``allow_writes``
-is set, and then only the fork and merge routes can change it.
+``REWINDDB_ALLOWED_HOSTS``, the number of read connections from
+``REWINDDB_READ_CONNECTIONS``). Pages read from a few read-only databases, one lent to
+each request (``readers``). With ``allow_writes`` one more database is opened
+read-write, and only the fork and merge routes use it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import rewinddb
 from . import api, pages, security, writes
 from .assets import plotly_js_route
 from .queries import PageNotFound
+from .readers import DEFAULT_READERS, READERS_ENV, LendReaders, Readers, reader_count
 from .rendering import error_response, make_templates
 from .security import AllowedHosts, SecurityHeaders, new_csrf_token
 from .urls import BadSegment
@@ -37,13 +40,16 @@ def create_app(
     *,
     allow_writes: bool = False,
     allowed_hosts: Iterable[str] | None = None,
+    read_connections: int | None = None,
 ) -> FastAPI:
     """The explorer for the database at ``path`` (default: ``$REWINDDB_PATH``).
 
     The database must exist; it is opened read-only unless ``allow_writes``. The app
     answers only requests whose ``Host`` is 127.0.0.1, localhost, [::1] or one of
     ``allowed_hosts`` (any port; default: the comma-separated names in
-    ``$REWINDDB_ALLOWED_HOSTS``), others get 421: that stops DNS rebinding.
+    ``$REWINDDB_ALLOWED_HOSTS``), others get 421: that stops DNS rebinding. Reads use
+    ``read_connections`` read-only databases (default: ``$REWINDDB_READ_CONNECTIONS``,
+    else 4), one per request at a time.
     """
     if path is None:
         path = os.environ.get("REWINDDB_PATH")
@@ -53,16 +59,46 @@ def create_app(
                 code="invalid.path",
             )
     hosts = security.allowed_hosts(allowed_hosts)
+    if read_connections is None:
+        from_env = os.environ.get(READERS_ENV, "").strip()
+        try:
+            digits = from_env.isascii() and from_env.isdigit()
+            size = reader_count(int(from_env) if digits else from_env or DEFAULT_READERS)
+        except rewinddb.InvalidInputError as error:
+            raise rewinddb.InvalidInputError(
+                f"{READERS_ENV}={from_env!r}: {error.message}", code=error.code
+            ) from None
+    else:
+        size = reader_count(read_connections)
 
-    def open_database() -> rewinddb.Database:
-        return rewinddb.open(path, create=False, readonly=not allow_writes)
+    def open_writer() -> rewinddb.Database:
+        return rewinddb.open(path, create=False)
+
+    def open_reader() -> rewinddb.Database:
+        return rewinddb.open(path, create=False, readonly=True)
+
+    # Now, so that a bad path fails here rather than on a request; the writer first,
+    # since opening it writable brings the schema up to date for the readers.
+    writer = open_writer() if allow_writes else None
+    try:
+        readers = Readers(open_reader, size)
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        raise
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if app.state.db.closed:  # served again after a shutdown (tests do this)
-            app.state.db = open_database()
+        # Served again after a shutdown (tests do this): open what it closed.
+        if allow_writes and app.state.db.closed:
+            app.state.db = open_writer()
+        readers.open()
+        if not allow_writes:
+            app.state.db = readers.first
         yield
-        app.state.db.close()
+        readers.close()
+        if allow_writes:
+            app.state.db.close()
 
     app = FastAPI(
         title="rewinddb explorer",
@@ -73,13 +109,16 @@ def create_app(
         redoc_url=None,
         openapi_url="/api/openapi.json",
     )
-    app.state.db = open_database()  # now, so a bad path fails here, not on a request
+    #: The writable database (with ``allow_writes``), else the first reader.
+    app.state.db = writer if writer is not None else readers.first
+    app.state.readers = readers
     app.state.allow_writes = allow_writes
     app.state.allowed_hosts = hosts
     app.state.csrf_token = new_csrf_token()
     app.state.templates = make_templates(allow_writes=allow_writes)
     # Outermost last: headers on every response, then gzip, then the Host check (before
-    # anything reads).
+    # anything reads), then a database lent to the request.
+    app.add_middleware(LendReaders, readers=readers)
     app.add_middleware(AllowedHosts, hosts=hosts)
     app.add_middleware(GZipMiddleware, minimum_size=1000)
     app.add_middleware(SecurityHeaders)

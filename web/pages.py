@@ -15,6 +15,7 @@ import rewinddb
 
 from . import queries
 from .figure import figure_data
+from .readers import lent_database
 from .rendering import is_fragment, json_response, render
 from .urls import BadSegment, compare_url, tilde_decode
 
@@ -27,6 +28,11 @@ Limit = Annotated[int, Query(ge=1, le=1000)]
 
 
 def db_of(request: Request) -> rewinddb.Database:
+    """The database this request reads: the read-only one lent to it (GET), else the
+    app's own (the writable one, for fork and merge)."""
+    lent = lent_database(request)
+    if lent is not None:
+        return lent
     database: rewinddb.Database = request.app.state.db
     return database
 

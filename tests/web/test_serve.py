@@ -243,3 +243,67 @@ def test_a_request_without_a_host_is_400(
         while chunk := sock.recv(65536):
             answer += chunk
     assert answer.startswith(b"HTTP/1.1 400") and b"research" not in answer
+
+
+# -- many readers while an agent writes ------------------------------------------------
+
+WRITER = """
+import sys, time
+import rewinddb
+with rewinddb.open(sys.argv[1]) as db:
+    view = db.at("research")
+    deadline = time.monotonic() + float(sys.argv[2])
+    steps = 0
+    while time.monotonic() < deadline:
+        with view.transaction(trigger="agent.step"):
+            view.events.append("agent.step", {"n": steps})
+            view.kv.put("steps", steps)
+        steps += 1
+        time.sleep(0.02)
+print(steps)
+"""
+
+
+def test_concurrent_readers_while_another_process_writes(tmp_path: Path) -> None:
+    """20 clients for 3 s on ``--read-connections 3`` while an agent appends: every
+    answer is 200 or 204 (none a 5xx, none refused), and the readers see the writes."""
+    import asyncio
+
+    path = tmp_path / "demo"
+    build_demo_process(path)
+    with serving(path, "--read-connections", "3") as (url, _server):
+        start = httpx.get(url + "/branches/research.json").json()["branch"]["events"]
+        writer = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path), "3"], stdout=subprocess.PIPE, text=True
+        )
+        pages = [
+            "/api/version",
+            "/branches/research/timeline?after=0&poll=1",
+            "/fragments/overview?since=0",
+            "/branches/research",
+            "/branches/research/events/3",
+            "/api/branches/research/events",
+            "/",
+        ]
+
+        async def load() -> list[int]:
+            statuses: list[int] = []
+            async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+
+                async def one(offset: int) -> None:
+                    deadline = time.monotonic() + 3
+                    n = offset
+                    while time.monotonic() < deadline and n < offset + 500:
+                        response = await client.get(pages[n % len(pages)])
+                        statuses.append(response.status_code)
+                        n += 1
+
+                await asyncio.gather(*(one(i) for i in range(20)))
+            return statuses
+
+        statuses = asyncio.run(load())
+        steps = int(writer.communicate(timeout=30)[0])
+        end = httpx.get(url + "/branches/research.json").json()["branch"]["events"]
+    assert steps > 10 and end == start + steps
+    assert len(statuses) > 50
+    assert set(statuses) <= {200, 204}, sorted(set(statuses))
