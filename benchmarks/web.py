@@ -6,6 +6,7 @@ Run it from the repository root (the web extra installed)::
     .venv/bin/python benchmarks/web.py --db /tmp/web-bench  # build once there, reuse after
     .venv/bin/python benchmarks/web.py --quick              # a smoke run (20 branches)
     .venv/bin/python benchmarks/web.py --db DIR --profile 25  # and cProfile the two targets
+    .venv/bin/python benchmarks/web.py --part load          # only the load run (below)
 
 The database is shaped like agent runs: ``default`` holds a little kv/json state and a
 few events; 999 branches fork from it or from each other (some at past versions, some
@@ -23,13 +24,29 @@ the same facts from the database file: for the overview every branch row (commit
 head, last write, event count) and every event's (branch, version, type); for the
 fragment the event, the one before it and the branch's state rows at the event's version
 (decoded). ``ratio = web / raw``. Targets (issue 4): overview < 1 s server-side, an event
-fragment on a 10,000-event branch < 50 ms. The script asserts nothing and exits 0
-whatever the verdicts.
+fragment on a 10,000-event branch < 50 ms.
+
+The load run: fifty readers while an agent writes. ``rewinddb serve`` runs as its own
+process on 127.0.0.1 (only there: the clients never connect anywhere else) on a copy of
+a smaller database (50 branches, 10,000 events: an overview costs tens of milliseconds,
+not the 0.4 s of the big one), while a separate writer process appends agent steps (an
+event, a kv and a JSON write in one transaction) at a steady rate to the branch
+``live``. 50 clients, each one connection, send requests back to back for 30 s (and at
+most 2,000 each, each with a 30 s timeout): the requests an explorer page open on that
+run makes (the version and live-timeline polls, the overview poll with the stamp it last
+saw, event fragments, the branch page, a key's history, the overview, a compare page;
+``--load-mix light`` leaves out the three that draw the whole graph or two whole logs).
+It prints requests/s, p50, p99 and the count of 5xx (and of failed connections), for
+``--read-connections 1`` (the baseline: one database for every request, as before) and
+for the server's default, in that order, the ratio after / before. Target: p99 < 1 s
+and no 5xx with the default. The script asserts nothing and exits 0 whatever the
+verdicts.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import cProfile
 import gzip
 import io
@@ -37,22 +54,28 @@ import math
 import platform
 import pstats
 import random
+import shutil
+import socket
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import orjson
-from _report import describe_machine, samples, table
+from _report import Report, Target, describe_machine, ms, rate, samples, table
+from _report import Row as ReportRow
 
 import rewinddb
 
 try:
+    import httpx
     from fastapi.testclient import TestClient
 
     from rewinddb.web import create_app
@@ -62,6 +85,8 @@ except ImportError as missing:  # pragma: no cover - the web extra is not instal
 DB_FILENAME = "rewind.sqlite3"
 BIG = "long-run"
 HX = {"HX-Request": "true"}
+#: TestClient's requests name a host the explorer answers for (it refuses others).
+LOCAL = "http://localhost"
 
 
 @dataclass(frozen=True)
@@ -490,7 +515,7 @@ def measure(path: Path, sizes: Sizes) -> tuple[list[Row], list[str]]:
     notes: list[str] = []
     app = create_app(path)
     conn = raw_connect(path)
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         db: rewinddb.Database = app.state.db
         length = db.at(BIG).events.length()
         a, b = pick_siblings(db)
@@ -576,7 +601,7 @@ def profile(path: Path, top: int) -> None:
     route functions are called in this thread (TestClient runs them in a worker thread,
     which cProfile does not see); what they return is what the client would get."""
     app = create_app(path)
-    with TestClient(app):
+    with TestClient(app, base_url=LOCAL):
         picks = pick_events(app.state.db)
         overview = endpoint(app, "/")
         event = endpoint(app, "/branches/{branch}/events/{sequence}")
@@ -612,6 +637,324 @@ def profile(path: Path, top: int) -> None:
                 print(text[text.find("   ncalls") :].rstrip())
 
 
+# -- the load run: fifty readers while an agent writes ----------------------------------
+
+LIVE = "live"  # the branch the writer process appends to
+
+
+@dataclass(frozen=True)
+class Load:
+    """The load run: its database, clients, duration and bounds."""
+
+    database: Sizes = field(
+        default_factory=lambda: Sizes(
+            branches=50, events=10_000, big=2_000, default_events=20, merges=5
+        )
+    )
+    clients: int = 50
+    seconds: float = 30.0
+    per_client: int = 2_000  # requests at most, each client
+    timeout: float = 30.0  # seconds, each request
+    writes_per_second: float = 20.0  # agent steps the writer process commits
+    mix: str = "explorer"  # a key of CYCLES
+
+
+FULL_LOAD = Load()
+QUICK_LOAD = Load(
+    database=Sizes(branches=10, events=1_000, big=300, default_events=10, merges=1),
+    clients=10,
+    seconds=3.0,
+    per_client=300,
+)
+
+#: What each client asks for, in turn (each starts at another place in the cycle):
+#: ``explorer``, what pages open on the run ask; ``light``, the same without the three
+#: requests that draw the whole graph or two whole logs (the overview, its poll, compare).
+CYCLES = {
+    "explorer": (
+        "version",
+        "timeline poll",
+        "events",
+        "overview poll",
+        "event",
+        "branch",
+        "version",
+        "timeline poll",
+        "event",
+        "key",
+        "overview",
+        "compare",
+    ),
+    "light": (
+        "version",
+        "timeline poll",
+        "events",
+        "event",
+        "branch",
+        "version",
+        "timeline poll",
+        "event",
+        "key",
+    ),
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def prepare_load_database(path: Path, load: Load) -> tuple[list[str], int]:
+    """The load run's database: built as the page benchmark's is (smaller), plus the
+    branch ``live`` the writer appends to. Returns the branch names and the last event
+    number on ``live``."""
+    build(path, load.database, seed=11)
+    with rewinddb.open(path) as db:
+        db.branches.fork(BIG, LIVE)
+        run_agent(db, LIVE, 20, random.Random(5))
+        names = db.branches.names()
+        return names, db.at(LIVE).events.length() - 1
+
+
+def agent_writer(path: Path, seconds: float, per_second: float) -> int:
+    """The writer process: agent steps on ``live`` at ``per_second`` for ``seconds`` (an
+    event, a kv and a JSON write in one transaction each); prints how many it made."""
+    rng = random.Random(13)
+    steps = 0
+    with rewinddb.open(path, create=False) as db:
+        view = db.at(LIVE)
+        start = time.monotonic()
+        while steps < seconds * per_second:
+            due = start + steps / per_second
+            now = time.monotonic()
+            if now >= start + seconds:
+                break
+            if due > now:
+                time.sleep(due - now)
+            with view.transaction(trigger="agent.step"):
+                view.events.append(
+                    "llm.response", {"step": steps, "text": sentence(rng, 12), "tokens": 300}
+                )
+                view.kv.put("step", steps)
+                view.json.set("run", "$.last", {"tool": rng.choice(TOOLS), "step": steps})
+            steps += 1
+    print(steps, flush=True)
+    return steps
+
+
+@contextmanager
+def serving(path: Path, log: Path, read_connections: int | None) -> Iterator[str]:
+    """``rewinddb serve`` on 127.0.0.1 as its own process; yields its URL once it answers."""
+    port = free_port()
+    command = [sys.executable, "-m", "rewinddb", "serve", str(path)]
+    command += ["--host", "127.0.0.1", "--port", str(port)]
+    if read_connections is not None:
+        command += ["--read-connections", str(read_connections)]
+    base = f"http://127.0.0.1:{port}"
+    with log.open("wb") as out:
+        server = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if server.poll() is not None:
+                raise RuntimeError(f"rewinddb serve exited:\n{log.read_text()}")
+            try:
+                if httpx.get(f"{base}/api/version", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"rewinddb serve did not answer in 60 s:\n{log.read_text()}")
+            time.sleep(0.05)
+        yield base
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+@dataclass
+class LoadResult:
+    latencies: list[float]
+    statuses: list[int]
+    failures: list[str]  # requests with no answer (timeouts, dropped connections)
+    seconds: float
+    writes: int = 0
+
+    @property
+    def per_second(self) -> float:
+        return len(self.latencies) / self.seconds
+
+    def quantile(self, q: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for status in self.statuses if status >= 500)
+
+
+def next_request(
+    kind: str, rng: random.Random, stamp: str, last: int, names: list[str]
+) -> tuple[str, dict[str, str]]:
+    if kind == "version":
+        return "/api/version", {}
+    if kind == "timeline poll":
+        return f"/branches/{LIVE}/timeline?after={last}&poll=1", HX
+    if kind == "events":
+        return f"/api/branches/{LIVE}/events?after={last}", {}
+    if kind == "overview poll":
+        return f"/fragments/overview?since={stamp}", HX
+    if kind == "event":
+        return f"/branches/{LIVE}/events/{rng.randint(0, last)}", HX
+    if kind == "branch":
+        return f"/branches/{rng.choice(names)}", {}
+    if kind == "key":
+        return f"/branches/{LIVE}/keys/step?space=kv", {}
+    if kind == "overview":
+        return "/", {}
+    return f"/compare?a={LIVE}&b={rng.choice(names)}", {}
+
+
+async def run_clients(base: str, load: Load, names: list[str], last: int) -> LoadResult:
+    """``load.clients`` clients sending requests back to back until ``load.seconds``."""
+    if not base.startswith("http://127.0.0.1:"):
+        raise RuntimeError(f"the load run targets only 127.0.0.1, not {base}")
+    latencies: list[float] = []
+    statuses: list[int] = []
+    failures: list[str] = []
+    cycle = CYCLES[load.mix]
+    limits = httpx.Limits(max_connections=load.clients, max_keepalive_connections=load.clients)
+    async with httpx.AsyncClient(base_url=base, timeout=load.timeout, limits=limits) as client:
+        deadline = time.monotonic() + load.seconds
+
+        async def user(index: int) -> None:
+            rng = random.Random(index)
+            stamp, seen = "0", last
+            for n in range(load.per_client):
+                if time.monotonic() >= deadline:
+                    return
+                kind = cycle[(index + n) % len(cycle)]
+                url, headers = next_request(kind, rng, stamp, seen, names)
+                started = time.perf_counter()
+                try:
+                    response = await client.get(url, headers=headers)
+                except httpx.HTTPError as error:
+                    failures.append(type(error).__name__)
+                    continue
+                latencies.append(time.perf_counter() - started)
+                statuses.append(response.status_code)
+                if response.status_code == 200 and kind == "version":
+                    stamp = response.json()["stamp"]
+                elif response.status_code == 200 and kind == "events":
+                    seen = response.json()["last"] or seen
+
+        started = time.perf_counter()
+        await asyncio.gather(*(user(index) for index in range(load.clients)))
+        return LoadResult(latencies, statuses, failures, time.perf_counter() - started)
+
+
+def load_run(
+    pristine: Path, scratch: Path, load: Load, names: list[str], last: int, readers: int | None
+) -> LoadResult:
+    """One load run on a fresh copy of the database, with its writer process."""
+    label = f"readers-{readers or 'default'}"
+    path = scratch / label
+    shutil.copytree(pristine, path)
+    with serving(path, scratch / f"{label}.log", readers) as base:
+        command = [sys.executable, __file__, "--agent-writer", str(path)]
+        command += ["--agent-seconds", str(load.seconds)]
+        command += ["--agent-rate", str(load.writes_per_second)]
+        writer = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            result = asyncio.run(run_clients(base, load, names, last))
+        finally:
+            out, _ = writer.communicate(timeout=load.seconds + 60)
+        result.writes = int(out.split()[-1]) if out.strip() else 0
+    shutil.rmtree(path)
+    return result
+
+
+def measure_load(load: Load) -> Report:
+    """The load run with one read connection (the baseline), then the server's default."""
+    report = Report()
+    with tempfile.TemporaryDirectory(prefix="rewinddb-web-load-") as scratch_dir:
+        scratch = Path(scratch_dir)
+        pristine = scratch / "pristine"
+        names, last = prepare_load_database(pristine, load)
+        before = load_run(pristine, scratch, load, names, last, 1)
+        after = load_run(pristine, scratch, load, names, last, None)
+    sizes = load.database
+    report.section(
+        f"{load.clients} clients for {load.seconds:.0f} s on `rewinddb serve` (127.0.0.1; "
+        f"{sizes.branches} branches, {sizes.events:,} events) while another process "
+        f"writes {load.writes_per_second:.0f} agent steps/s; baseline: --read-connections 1"
+    )
+    report.add(
+        ReportRow(
+            "requests/s",
+            rate(after.per_second),
+            rate(before.per_second),
+            after.per_second / before.per_second,
+        )
+    )
+    for name, q, target in (("p50", 0.50, None), ("p99", 0.99, Target("<", 1.0, "< 1 s"))):
+        report.add(
+            ReportRow(
+                f"{name} latency",
+                ms(after.quantile(q)),
+                ms(before.quantile(q)),
+                after.quantile(q) / before.quantile(q),
+                target,
+                after.quantile(q) if target else None,
+            )
+        )
+    report.add(
+        ReportRow(
+            "5xx responses",
+            f"{after.errors}",
+            f"{before.errors}",
+            None,
+            Target("<=", 0, "0"),
+            after.errors,
+        )
+    )
+    report.add(
+        ReportRow(
+            "failed requests (no answer)",
+            f"{len(after.failures)}",
+            f"{len(before.failures)}",
+            None,
+            Target("<=", 0, "0"),
+            len(after.failures),
+        )
+    )
+    report.add(ReportRow("agent steps the writer committed", f"{after.writes}", f"{before.writes}"))
+    for title, result in (("--read-connections 1", before), ("default", after)):
+        counts = {code: result.statuses.count(code) for code in sorted(set(result.statuses))}
+        shown = ", ".join(f"{code}: {count:,}" for code, count in counts.items())
+        for kind in sorted(set(result.failures)):
+            shown += f", {kind}: {result.failures.count(kind)}"
+        report.note(
+            f"{title}: {len(result.latencies):,} requests in {result.seconds:.1f} s ({shown})"
+        )
+    report.note(
+        "each client: one connection, requests back to back, at most "
+        f"{load.per_client:,} and a {load.timeout:.0f} s timeout each; the {load.mix} "
+        f"cycle: " + ", ".join(CYCLES[load.mix])
+    )
+    return report
+
+
 # -- main --------------------------------------------------------------------------------
 
 
@@ -624,7 +967,26 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--profile", type=int, metavar="N", help="also cProfile the overview and a fragment (top N)"
     )
+    parser.add_argument(
+        "--part",
+        choices=("all", "pages", "load"),
+        default="all",
+        help="the page timings, the load run (50 clients on rewinddb serve), or both",
+    )
+    parser.add_argument(
+        "--load-mix",
+        choices=sorted(CYCLES),
+        default="explorer",
+        help="the requests of the load run (default: explorer, every kind of page)",
+    )
+    # The load run's writer process (this script run again).
+    parser.add_argument("--agent-writer", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--agent-seconds", type=float, default=30.0, help=argparse.SUPPRESS)
+    parser.add_argument("--agent-rate", type=float, default=20.0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.agent_writer is not None:
+        agent_writer(args.agent_writer, args.agent_seconds, args.agent_rate)
+        return 0
     sizes = QUICK_RUN if args.quick else FULL_RUN
     versions = f"{platform.python_version()}, sqlite {sqlite3.sqlite_version}"
     print(
@@ -632,16 +994,21 @@ def main(argv: list[str]) -> int:
             [sys.argv[0], *argv], ("python", f"{versions}, rewinddb {rewinddb.__version__}")
         )
     )
-    with tempfile.TemporaryDirectory(prefix="rewinddb-web-bench-") as scratch:
-        path = args.db if args.db is not None else Path(scratch) / "agent"
-        print(f"database: {ensure_database(path, sizes)}")
+    if args.part in ("all", "pages"):
+        with tempfile.TemporaryDirectory(prefix="rewinddb-web-bench-") as scratch:
+            path = args.db if args.db is not None else Path(scratch) / "agent"
+            print(f"database: {ensure_database(path, sizes)}")
+            print()
+            rows, notes = measure(path, sizes)
+            print(render(rows))
+            for note in notes:
+                print(f"note: {note}")
+            if args.profile:
+                profile(path, args.profile)
+    if args.part in ("all", "load"):
         print()
-        rows, notes = measure(path, sizes)
-        print(render(rows))
-        for note in notes:
-            print(f"note: {note}")
-        if args.profile:
-            profile(path, args.profile)
+        load = QUICK_LOAD if args.quick else FULL_LOAD
+        print(measure_load(replace(load, mix=args.load_mix)).render())
     return 0
 
 
