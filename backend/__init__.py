@@ -51,12 +51,14 @@ from .merge import MergeChange, MergeConflict, MergeReceipt
 from .models import Branch, Commit, Event, EventItem, HistoryEntry
 from .state import State, Transition
 from .transfer import TransferCounts
+from .verify import BranchCheck, DatabaseVerification, Problem
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AppendConflictError",
     "Branch",
+    "BranchCheck",
     "BranchExistsError",
     "BranchNotFound",
     "BranchView",
@@ -68,6 +70,7 @@ __all__ = [
     "Database",
     "DatabaseBusyError",
     "DatabaseClosedError",
+    "DatabaseVerification",
     "Diff",
     "Event",
     "EventItem",
@@ -92,6 +95,7 @@ __all__ = [
     "NotADatabaseError",
     "NotFoundError",
     "Point",
+    "Problem",
     "ReadOnlyError",
     "RewindError",
     "State",

@@ -102,6 +102,10 @@ class Connection:
         self._closed = False
         #: Called after a transaction rolls back (caches of rows it wrote are stale).
         self.rolled_back: list[Callable[[], None]] = []
+        #: Called in a write transaction just before it commits (its last statements:
+        #: bookkeeping, such as sealing commits, whose changes ``total_changes`` omits).
+        self.before_commit: list[Callable[[], None]] = []
+        self._bookkeeping_changes = 0
         #: How many times writes were rolled back: part of ``Database.change_mark()``.
         self.rollbacks = 0
         #: (schema version found, schema version now), set by ``ensure_schema``.
@@ -156,7 +160,8 @@ class Connection:
         return None
 
     def total_changes(self) -> int:
-        """How many rows this connection has changed since it opened (-1: not known)."""
+        """How many rows this connection has changed since it opened, not counting the
+        bookkeeping done just before each commit (-1: not known)."""
         return -1
 
     def contains_text(self, column: str, *, binary: bool = False) -> str:
@@ -403,6 +408,22 @@ class Connection:
                 if failure is error:
                     raise
                 raise failure from error
+            if depth == 0 and not self._doomed:
+                try:  # the transaction's last statements, still inside it
+                    changes = self.total_changes()
+                    for callback in self.before_commit:
+                        callback()
+                    self._bookkeeping_changes += self.total_changes() - changes
+                except BaseException as error:
+                    self._depth -= 1
+                    try:
+                        self._end(commit=False)
+                    finally:
+                        self._after_rollback()
+                    failure = self._as_rewind_error(error)
+                    if failure is error:
+                        raise
+                    raise failure from error
             self._depth -= 1
             self._fresh_savepoint = None
             if depth == 0:
@@ -473,7 +494,7 @@ class SQLiteConnection(Connection):
         return token
 
     def total_changes(self) -> int:
-        return self._raw.total_changes
+        return self._raw.total_changes - self._bookkeeping_changes
 
     def _begin(self, *, write: bool) -> None:
         self._token = None

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Union
 
+from . import _commit_hash
 from ._arrays import SharedArrays
 from ._connection import Connection, TokenCache
 from ._values import validate
@@ -173,19 +174,20 @@ _DEEP_LINEAGE = 64
 #: lock): after the newest commit and after the clock floor of an imported database; its
 #: timestamp never goes backwards. Parameters: branch id, now, now, trigger, message,
 #: merge branch id, merge version. PostgreSQL's write routines apply the same rule
-#: (``_pg_routines.CLOCK``; a test checks that both allocate alike).
+#: (``_pg_routines.CLOCK``; a test checks that both allocate alike). Until the commit is
+#: sealed (``Engine.seal``, just before the transaction commits) its ``hash`` holds the
+#: hash of the commit before it, which the seal chains on.
 NEXT_COMMIT = (
     "INSERT INTO rewind_commits (version, branch_id, ts, trigger, message, "
-    "merge_branch_id, merge_version) "
+    "merge_branch_id, merge_version, hash) "
     "SELECT clock.v + 1, ?, CASE WHEN clock.t > ? THEN clock.t ELSE ? END, "
-    "?, ?, ?, ? FROM (SELECT max(v) AS v, max(t) AS t FROM ("
+    "?, ?, ?, ?, (SELECT hash FROM rewind_commits ORDER BY version DESC LIMIT 1) "
+    "FROM (SELECT max(v) AS v, max(t) AS t FROM ("
     "SELECT version AS v, ts AS t FROM (SELECT version, ts FROM rewind_commits "
     "ORDER BY version DESC LIMIT 1) newest UNION ALL "
     "SELECT CAST(value AS BIGINT), 0 FROM rewind_meta WHERE key = 'clock_floor' "
-    "UNION ALL SELECT 0, 0) known) clock RETURNING version, ts"
+    "UNION ALL SELECT 0, 0) known) clock RETURNING version, ts, hash"
 )
-
-
 #: The call of each write routine, built once (``Engine.write_in_server``).
 _ROUTINE_CALLS: dict[str, str] = {}
 
@@ -207,13 +209,19 @@ class WriteContext:
     log_head: tuple[int, str] | None = None
     """(sequence, hash) of the newest event this commit appended (``events.append_event``),
     which the next append in it builds on without reading the log again."""
+    previous_hash: str | None = None
+    """The hash of the commit before this one, as its allocation read it."""
+    entry_parts: dict[tuple[str, str], bytes] = field(default_factory=dict)
+    """What this commit's hash covers of each entry it wrote (``_commit_hash``)."""
+    event_parts: list[bytes] = field(default_factory=list)
+    """... and of each event it appended, in order."""
 
     def commit(self) -> int:
         """The version of this commit, allocating it (one row) on first use."""
         if self.version is None:
             merge_branch, merge_version = self.merge_from or (None, None)
             now = now_micros()
-            version, ts = self.engine.conn.fetchone(
+            version, ts, previous = self.engine.conn.fetchone(
                 NEXT_COMMIT,
                 (
                     self.branch.id,
@@ -225,11 +233,21 @@ class WriteContext:
                     merge_version,
                 ),
             )
-            self.version, self.ts = int(version), int(ts)
-            serial = self.engine.conn.write_transaction
-            if serial is not None:
-                self.engine._allocated = (serial, self.version)
+            self.version, self.ts, self.previous_hash = int(version), int(ts), previous
+            self.engine.allocated(self)
         return self.version
+
+    def hash_after(self, previous: str | None) -> str:
+        """This commit's hash, chained on ``previous`` (the commit before it)."""
+        merge_branch, merge_version = self.merge_from or (None, None)
+        assert self.version is not None
+        fields = (self.version, self.branch.id, self.ts, self.trigger, self.message)
+        return _commit_hash.commit_hash(
+            previous,
+            (*fields, merge_branch, merge_version),
+            self.entry_parts.values(),
+            self.event_parts,
+        )
 
     def merged_from(self, branch_id: int, version: int) -> None:
         """Record this commit's second parent (also when it was already allocated)."""
@@ -249,6 +267,9 @@ class WriteContext:
             self.merge_from,
             self.trigger,
             self.log_head,
+            self.previous_hash,
+            dict(self.entry_parts),
+            len(self.event_parts),
             self.entry_trigger,
         )
 
@@ -261,8 +282,12 @@ class WriteContext:
             self.merge_from,
             self.trigger,
             self.log_head,
+            self.previous_hash,
+            self.entry_parts,
+            events,
             self.entry_trigger,
         ) = saved
+        del self.event_parts[events:]
 
 
 class Engine:
@@ -295,6 +320,10 @@ class Engine:
         # nobody else commits meanwhile. Saves reading the clock after each new version.
         self._allocated: tuple[int, int] | None = None
         conn.rolled_back.append(self.forget_cached)
+        #: The commits the open write transaction allocated, to seal before it commits:
+        #: (transaction serial, their write contexts in order of allocation).
+        self._unsealed: tuple[int | None, list[WriteContext]] = (None, [])
+        conn.before_commit.append(self.seal)
 
     # -- branches ----------------------------------------------------------------
 
@@ -515,7 +544,12 @@ class Engine:
             record = self.branch(branch)
             group = self._group
             if group is None:
-                yield WriteContext(self, record, trigger, message, entry_trigger=trigger)
+                context = WriteContext(self, record, trigger, message, entry_trigger=trigger)
+                try:
+                    yield context
+                except BaseException:
+                    self.discard(context)  # its rows were rolled back
+                    raise
                 return
             if group.branch.id != record.id:
                 raise RewindError(
@@ -552,6 +586,48 @@ class Engine:
                 group.restore(saved)
                 raise
 
+    def allocated(self, context: WriteContext) -> None:
+        """``context`` allocated its version in the open write transaction: it is the
+        clock until the transaction ends, and it is sealed before it commits."""
+        serial = self.conn.write_transaction
+        assert context.version is not None
+        if serial is not None:
+            self._allocated = (serial, context.version)
+        owner, contexts = self._unsealed
+        if owner != serial:  # the first of this transaction (an older list was rolled back)
+            self._unsealed = owner, contexts = serial, []
+        # A commit allocated at or after this version was rolled back (a savepoint), or
+        # its version would not have come round again.
+        while contexts and (contexts[-1].version or 0) >= context.version:
+            contexts.pop()
+        contexts.append(context)
+
+    def discard(self, context: WriteContext) -> None:
+        """``context``'s commit was rolled back (a savepoint, or the whole transaction)."""
+        contexts = self._unsealed[1]
+        if context in contexts:
+            contexts.remove(context)
+
+    def seal(self) -> None:
+        """Give each commit of the committing transaction its hash, in version order,
+        each chained on the one before (``_commit_hash``)."""
+        owner, contexts = self._unsealed
+        if not contexts:
+            return
+        self._unsealed = (None, [])
+        if owner != self.conn.write_transaction:
+            return
+        # In allocation order, which is version order: a commit rolled back by a
+        # savepoint left the list when its version came round again (``allocated``).
+        previous: str | None = contexts[0].previous_hash
+        for context in contexts:
+            if context.version is None:  # its group's first write was rolled back
+                continue
+            previous = context.hash_after(previous)
+            self.conn.execute(
+                "UPDATE rewind_commits SET hash = ? WHERE version = ?", (previous, context.version)
+            )
+
     def check_fork_source(self, record: BranchRecord) -> None:
         """Refuse to fork the branch an open transaction has written to: the fork would
         see the transaction's later writes too."""
@@ -576,9 +652,12 @@ class Engine:
             trigger = check_text(trigger, "trigger")
             message = check_text(message, "message")
             with self.conn.write():
-                self._group = WriteContext(self, self.branch(branch), trigger, message)
+                self._group = group = WriteContext(self, self.branch(branch), trigger, message)
                 try:
-                    yield self._group
+                    yield group
+                except BaseException:
+                    self.discard(group)  # its rows were rolled back
+                    raise
                 finally:
                     self._group = None
 
@@ -690,8 +769,11 @@ class Engine:
             if previous is not None and previous[1] is not None:
                 previous_refs = self.arrays.refs_of(bytes(previous[1]))
             body, refs = self.arrays.encode(value, shared, previous_refs)
-        version = context.commit()
         slot = (space, key)
+        version = context.commit()
+        context.entry_parts[slot] = _commit_hash.entry_part(
+            space, key, kind, body, refs, context.entry_trigger
+        )
         if slot in context.written:
             self.conn.execute(
                 "UPDATE rewind_entries SET kind = ?, body = ?, refs = ?, trigger = ? "
@@ -726,6 +808,9 @@ class Engine:
                 (context.branch.id, space, key, version, kind, body, None, context.entry_trigger)
             )
             context.written.add(slot)
+            context.entry_parts[slot] = _commit_hash.entry_part(
+                space, key, kind, body, None, context.entry_trigger
+            )
         if rows:
             self.conn.executemany(self._INSERT_ENTRY, rows)
             for row in rows:
@@ -752,8 +837,10 @@ class Engine:
         kind, body, shared = encoded
         with self.conn.lock:
             if not shared and self.standalone_write():
+                trigger = check_text(trigger, "trigger")
+                part = _commit_hash.entry_part(space, key, kind, body, None, trigger)
                 row = self.write_in_server(
-                    "rewind_put_entry", branch, (space, key, kind, body), trigger, message
+                    "rewind_put_entry", branch, (space, key, kind, body, part), trigger, message
                 )
                 if row[0] is not None:
                     return int(row[0])  # else no such branch: the ordinary path says so
@@ -769,12 +856,14 @@ class Engine:
         message: str | None,
     ) -> tuple[Any, ...]:
         """The row of one call of a write routine (``_pg_routines``), whose parameters are
-        the branch, ``arguments``, trigger, message and the time, in that order. The caller
+        the branch, ``arguments``, the commit hash's encoding of the trigger and message
+        (``_commit_hash.texts_part``), trigger, message and the time, in that order. The caller
         checked ``standalone_write()``; the checks ``writing()`` makes come first here."""
         trigger = check_text(trigger, "trigger")
         message = check_text(message, "message")
         check_name(branch, "branch")
-        values = (branch, *arguments, trigger, message, now_micros())
+        texts = _commit_hash.texts_part(trigger, message)
+        values = (branch, *arguments, texts, trigger, message, now_micros())
         sql = _ROUTINE_CALLS.get(routine)
         if sql is None:
             marks = ", ".join("?" * len(values))

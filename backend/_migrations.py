@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from . import _schema
+from . import _commit_hash, _schema
 from .errors import CorruptDatabaseError, NotADatabaseError, RewindError
 
 if TYPE_CHECKING:
@@ -56,19 +56,41 @@ def _install_routines(conn: Connection) -> None:
     conn.install_routines()
 
 
+def _has_column(conn: Connection, table: str, column: str) -> bool:
+    if conn.dialect == "sqlite":
+        sql = "SELECT 1 FROM pragma_table_info(?) WHERE name = ?"
+    else:
+        sql = (
+            "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = ? AND column_name = ?"
+        )
+    return conn.fetchone(sql, (table, column)) is not None
+
+
+def _to_schema_6(conn: Connection) -> None:
+    """Each commit gets its hash (``_commit_hash``): the column, every existing commit's
+    hash computed from its rows, and PostgreSQL's routines that hash what they write."""
+    if not _has_column(conn, "rewind_commits", "hash"):
+        conn.execute("ALTER TABLE rewind_commits ADD COLUMN hash VARCHAR")
+    _commit_hash.reseal(conn)
+    conn.install_routines()
+
+
 #: schema version N -> the migration from N-1 to N. Schema 1 is the first released one.
 MIGRATIONS: dict[int, Migration] = {
     2: _to_schema_2,
     3: _install_routines,
     4: _install_routines,
     5: _install_routines,
+    6: _to_schema_6,
 }
 
 
 #: Migrations that change nothing readers use: a database opened read-only may be behind
 #: by these and is read as it is. On SQLite schemas 2 to 5 change nothing at all; schema 5
-#: only made PostgreSQL's routines cheaper (the previous read routine reads the same).
-_WRITERS_ONLY = {"sqlite": {2, 3, 4, 5}, "postgresql": {5}}
+#: only made PostgreSQL's routines cheaper (the previous read routine reads the same);
+#: schema 6's hashes are read only by ``verify()``, which asks for the migration.
+_WRITERS_ONLY = {"sqlite": {2, 3, 4, 5, 6}, "postgresql": {5, 6}}
 
 
 def stored_version(conn: Connection) -> int:

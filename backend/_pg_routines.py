@@ -36,6 +36,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._commit_hash import SQL_EVENT_PART, sql_commit_hash
+
 if TYPE_CHECKING:
     from ._connection import Connection
 
@@ -46,7 +48,7 @@ CLOCK = (
 )
 #: The newest commit and the clock floor, as joins (each may be missing).
 CLOCK_SOURCES = """
-    LEFT JOIN LATERAL (SELECT version, ts FROM rewind_commits
+    LEFT JOIN LATERAL (SELECT version, ts, hash FROM rewind_commits
       ORDER BY version DESC LIMIT 1) newest ON true
     LEFT JOIN rewind_meta clock_floor ON clock_floor.key = 'clock_floor'"""
 
@@ -59,27 +61,35 @@ def routines(write_lock: str) -> list[str]:
     # (which is why the lock is a statement of its own). The steps are written inline (no
     # nested calls: each costs).
     lock = f"PERFORM {write_lock.removeprefix('SELECT ')};"
-    new_commit = """
-  INSERT INTO rewind_commits (version, branch_id, ts, trigger, message)
-    VALUES (version_, branch_id_, ts_, p_trigger, p_message);"""
+    # The commit's hash, chained on the newest commit's, as ``_commit_hash`` makes it
+    # (Python passes what it knows of it encoded: the entry's part, trigger and message).
+    entry_hash = sql_commit_hash("previous_hash", "p_texts", "p_part")
+    event_hash = sql_commit_hash("previous_hash", "p_texts", SQL_EVENT_PART)
+
+    def new_commit(digest: str) -> str:
+        return f"""
+  INSERT INTO rewind_commits (version, branch_id, ts, trigger, message, hash)
+    VALUES (version_, branch_id_, ts_, p_trigger, p_message, {digest});"""
+
     return [
         f"""
 CREATE OR REPLACE FUNCTION rewind_put_entry(
-  p_branch text, p_space text, p_key text, p_kind integer, p_body bytea,
-  p_trigger text, p_message text, p_now bigint) RETURNS bigint
+  p_branch text, p_space text, p_key text, p_kind integer, p_body bytea, p_part bytea,
+  p_texts bytea, p_trigger text, p_message text, p_now bigint) RETURNS bigint
 LANGUAGE plpgsql VOLATILE AS $body$
 DECLARE
   branch_id_ bigint;
   version_ bigint;
   ts_ bigint;
+  previous_hash text;
 BEGIN
   {lock}
-  SELECT branch.id, {CLOCK} INTO branch_id_, version_, ts_
+  SELECT branch.id, {CLOCK}, newest.hash INTO branch_id_, version_, ts_, previous_hash
     FROM rewind_branches branch{CLOCK_SOURCES}
     WHERE branch.name = p_branch AND branch.deleted_at IS NULL;
   IF branch_id_ IS NULL THEN
     RETURN NULL;
-  END IF;{new_commit}
+  END IF;{new_commit(entry_hash)}
   INSERT INTO rewind_entries (branch_id, space, key, version, kind, body, refs, trigger)
     VALUES (branch_id_, p_space, p_key, version_, p_kind, p_body, NULL, p_trigger);
   RETURN version_;
@@ -92,7 +102,7 @@ $body$""",
         rf"""
 CREATE OR REPLACE FUNCTION rewind_append_event(
   p_branch text, p_type text, p_type_json bytea, p_payload bytea, p_expected bigint,
-  p_trigger text, p_message text, p_now bigint,
+  p_texts bytea, p_trigger text, p_message text, p_now bigint,
   OUT o_status integer, OUT o_version bigint, OUT o_ts bigint, OUT o_sequence bigint,
   OUT o_hash text)
 LANGUAGE plpgsql VOLATILE AS $body$
@@ -104,11 +114,12 @@ DECLARE
   cap bigint;
   last_sequence bigint;
   last_hash text;
+  previous_hash text;
 BEGIN
   {lock}
   SELECT branch.id, branch.parent_id, branch.forked_at, {CLOCK},
-      last_event.sequence, last_event.hash
-    INTO branch_id_, step, cap, version_, ts_, last_sequence, last_hash
+      last_event.sequence, last_event.hash, newest.hash
+    INTO branch_id_, step, cap, version_, ts_, last_sequence, last_hash, previous_hash
     FROM rewind_branches branch{CLOCK_SOURCES}
     LEFT JOIN LATERAL (SELECT sequence, hash FROM rewind_events
       WHERE branch_id = branch.id ORDER BY version DESC, sequence DESC LIMIT 1) last_event ON true
@@ -128,13 +139,14 @@ BEGIN
   IF p_expected IS NOT NULL AND o_sequence <> p_expected THEN
     o_status := 2;
     RETURN;
-  END IF;{new_commit}
+  END IF;
   o_version := version_;
   o_ts := ts_;
   o_hash := encode(sha256(
     convert_to(coalesce(last_hash, ''), 'UTF8') || '\x1e'::bytea
     || convert_to('[' || o_sequence || ',', 'UTF8') || p_type_json
     || convert_to(',' || o_version || ']', 'UTF8') || '\x1e'::bytea || p_payload), 'hex');
+  {new_commit(event_hash).strip()}
   INSERT INTO rewind_events (branch_id, sequence, event_type, payload, version, ts, hash,
       origin_branch_id, origin_sequence)
     VALUES (branch_id_, o_sequence, p_type, p_payload, version_, ts_, o_hash, NULL, NULL);
@@ -192,8 +204,17 @@ $body$""",
     ]
 
 
+#: The routines' signatures before schema 6 (which added the hash's parameters).
+_OLD_SIGNATURES = [
+    "rewind_put_entry(text, text, text, integer, bytea, text, text, bigint)",
+    "rewind_append_event(text, text, bytea, bytea, bigint, text, text, bigint)",
+]
+
+
 def install(conn: Connection, write_lock: str) -> None:
     """Create (or replace) the routines in the open write transaction; ``write_lock`` is
     the ``SELECT`` that takes the backend's write lock."""
+    for signature in _OLD_SIGNATURES:
+        conn.execute(f"DROP FUNCTION IF EXISTS {signature}")
     for statement in routines(write_lock):
         conn.execute(statement)

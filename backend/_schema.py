@@ -20,10 +20,11 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Column, Index, Integer, LargeBinary, text
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """1: the first schema. 2: versions, sequences and ids are 64-bit on PostgreSQL too
 (SQLite's INTEGER always was). 3: PostgreSQL's write routines, 4: its read routine,
-5: cheaper routines (``_pg_routines``); see ``_migrations``."""
+5: cheaper routines (``_pg_routines``), 6: each commit's hash (``_commit_hash``); see
+``_migrations``."""
 
 
 _WITHOUT_ROWID = {"sqlite_with_rowid": False}
@@ -93,6 +94,8 @@ class CommitRow(SQLModel, table=True):
     message: str | None = None
     merge_branch_id: int | None = Field(default=None, sa_column=_int64(nullable=True))
     merge_version: int | None = Field(default=None, sa_column=_int64(nullable=True))
+    #: sha256 over the previous commit's hash and what this one wrote (``_commit_hash``).
+    hash: str | None = None
 
 
 class EntryRow(SQLModel, table=True):

@@ -219,6 +219,31 @@ def cmd_migrate(args: argparse.Namespace) -> None:
         print(f"{args.path}: schema {before} -> {after}")
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Check the whole history; exit status 1 when anything is wrong."""
+    with open_database(args.path, create=False) as db:
+        report = db.verify()
+    if args.json:
+        _dump(
+            {
+                "ok": report.ok,
+                "checked": report.checked,
+                "branches": [
+                    {
+                        "branch": check.branch,
+                        "ok": check.ok,
+                        "first_bad": None if check.ok else str(check.first_bad),
+                    }
+                    for check in report.branches
+                ],
+                "problems": [str(problem) for problem in report.problems],
+            }
+        )
+    else:
+        print(report)
+    return 0 if report.ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rewinddb",
@@ -275,6 +300,12 @@ def build_parser() -> argparse.ArgumentParser:
         "Bring the database's schema up to this rewinddb's (opening it writable does too).",
         cmd_migrate,
     )
+    command(
+        "verify",
+        "Check the whole history (lineage, commit and event hash chains, list items); "
+        "exit 1 and name each branch's first bad point if anything is wrong.",
+        cmd_verify,
+    )
 
     def web_options(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1 (this machine)")
@@ -324,7 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        args.handler(args)
+        status = args.handler(args)
     except RewindError as error:
         print(f"rewinddb: error: {error}", file=sys.stderr)
         return 1
@@ -334,7 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         print(f"rewinddb: error: {error}", file=sys.stderr)
         return 1
-    return 0
+    return int(status or 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

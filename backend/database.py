@@ -36,6 +36,8 @@ from .models import Branch, Commit, from_micros
 from .progress import Progress
 from .state import State
 from .transfer import TransferCounts, export_jsonl, import_jsonl
+from .verify import DatabaseVerification
+from .verify import verify as verify_history
 
 
 @guarded
@@ -323,6 +325,25 @@ class Database(_Primitives):
                 "SELECT count(*), count(deleted_at) FROM rewind_branches"
             )
             return f"{self._engine.clock()}.{branches}.{deleted}"
+
+    def verify(self) -> DatabaseVerification:
+        """Check the whole stored history: every branch's lineage, the hash chain over
+        commits (each commit's hash covers the entries and events it wrote), every event
+        log's hash chain and every shared list's item hashes. The result says, for each
+        branch, the first bad point it sees (``.ok`` when there is none); nothing is
+        changed, whatever it finds."""
+        engine = self._engine
+        with engine.conn.lock:
+            engine.conn.check_open()
+            found = engine.conn.schema_migrated[1]  # the schema it has now
+            if found < 6:
+                raise RewindError(
+                    f"{engine.conn.location} has schema {found}, from before commits were "
+                    f"hashed: run `rewinddb migrate {engine.conn.location}` (or open it "
+                    "writable once), then verify it",
+                    code="schema.outdated",
+                )
+            return verify_history(engine)
 
     def commits(self, branch: str | None = None, *, limit: int | None = None) -> list[Commit]:
         """Commits newest first, of every branch or of ``branch`` alone."""

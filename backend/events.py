@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from . import _commit_hash
 from ._damage import guarded
 from ._engine import AsOf, BranchRecord, Engine, WriteContext, check_count, check_name, check_text
 from ._values import dumps, loads, validate
@@ -129,6 +130,9 @@ def append_event(
         ),
     )
     write.log_head = (sequence, digest)
+    write.event_parts.append(
+        _commit_hash.event_part(sequence, digest, ts, *(origin or (None, None)))
+    )
     engine.log_ends.put(record.id, (sequence, digest))
     return sequence, digest
 
@@ -420,6 +424,8 @@ class Events:
                     checked += 1
                     if sequence != expected:
                         return Verification(False, checked, expected, "sequence gap")
+                    if not isinstance(payload, (bytes, memoryview)):  # edited to TEXT
+                        return Verification(False, checked, sequence, "hash mismatch")
                     recomputed = event_hash(
                         previous, sequence, event_type, event_version, bytes(payload)
                     )

@@ -37,6 +37,7 @@ from typing import IO, Any
 
 import orjson
 
+from . import _commit_hash
 from ._engine import (
     DEFAULT_BRANCH,
     KIND_BYTES,
@@ -702,12 +703,16 @@ class _Importer:
         return placeholder, sequence
 
     def finish(self) -> None:
-        """Keep the original clock: versions the file left out stay in the past."""
+        """Keep the original clock (versions the file left out stay in the past), and
+        give the imported commits their hashes, from the rows as imported (their branch
+        ids are this database's, so the hashes are too)."""
         if self.clock > max(self.commits, default=0):
             self.engine.conn.execute(
                 "INSERT INTO rewind_meta (key, value) VALUES ('clock_floor', ?)",
                 (str(self.clock),),
             )
+        if self.commits:
+            _commit_hash.reseal(self.engine.conn, after=min(self.commits) - 1)
         self.engine.forget_cached()
 
 

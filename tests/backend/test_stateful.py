@@ -484,6 +484,8 @@ class RewindMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         try:
+            report = self.db.verify()  # whatever was written, refused or rolled back
+            assert report.ok, str(report)
             self.db.close()
         finally:
             shutil.rmtree(self.tmp, ignore_errors=True)

@@ -1,0 +1,312 @@
+"""``db.verify()``: check the whole stored history, and say where it first goes wrong.
+
+Four things are recomputed or walked, each from the rows as stored:
+
+- **lineage**: every branch's parent exists and the parents never loop back;
+- **commits**: the hash chain over commits (``_commit_hash``): each commit's hash is
+  recomputed from its own fields and the entries and events it wrote, chained on the
+  stored hash of the commit before it, so an edited, added or removed row, or a removed
+  commit, shows at that commit; rows whose commit is missing are reported too;
+- **event logs**: each event's chained hash, and no gap in a log's sequence numbers;
+- **shared lists**: each list item's prefix hash, so a changed item shows at every entry
+  that reads it.
+
+Each problem belongs to a branch at a version; a branch also sees its ancestors' problems
+up to its fork point, so the report gives every branch its first bad point.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from . import _commit_hash
+from ._values import loads
+from .events import event_hash
+
+if TYPE_CHECKING:
+    from ._engine import Engine
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One thing found wrong: on branch ``branch`` (None: the database as a whole) at
+    ``version`` (None: not tied to one)."""
+
+    version: int | None
+    branch: str | None
+    what: str
+
+    def __str__(self) -> str:
+        where = " ".join(
+            part
+            for part in (
+                f"branch {self.branch!r}" if self.branch else None,
+                f"at version {self.version}" if self.version is not None else None,
+            )
+            if part
+        )
+        return f"{where}: {self.what}" if where else self.what
+
+
+@dataclass(frozen=True)
+class BranchCheck:
+    """A branch's result: ``first_bad`` is the earliest problem it sees (its own or an
+    ancestor's before its fork point), None when its whole history checks out."""
+
+    branch: str
+    first_bad: Problem | None
+
+    @property
+    def ok(self) -> bool:
+        return self.first_bad is None
+
+
+@dataclass(frozen=True)
+class DatabaseVerification:
+    """What ``Database.verify()`` found."""
+
+    branches: list[BranchCheck]
+    problems: list[Problem]
+    checked: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def __str__(self) -> str:
+        counts = ", ".join(f"{n:,} {what}" for what, n in self.checked.items())
+        if self.ok:
+            return f"ok: {counts} checked"
+        lines = [f"NOT OK: {len(self.problems)} problem(s) in {counts}"]
+        for check in self.branches:
+            if check.first_bad is not None:
+                lines.append(f"  {check.branch}: first bad point: {check.first_bad}")
+        lines += [f"  - {problem}" for problem in self.problems]
+        return "\n".join(lines)
+
+
+def _as_bytes(value: Any) -> bytes | None:
+    return bytes(value) if isinstance(value, (bytes, bytearray, memoryview)) else None
+
+
+class _Check:
+    def __init__(self, engine: Engine) -> None:
+        self.conn = engine.conn
+        self.problems: list[Problem] = []
+        self.checked: dict[str, int] = {}
+        rows = self.conn.fetchall("SELECT id, name, parent_id, forked_at FROM rewind_branches")
+        self.names: dict[int, str] = {row[0]: str(row[1]) for row in rows}
+        self.parents: dict[int, tuple[Any, Any]] = {row[0]: (row[2], row[3]) for row in rows}
+        #: Branch id -> its lineage as (branch id, cap) steps, None where it is broken.
+        self.lineages: dict[int, list[tuple[int, int]] | None] = {}
+
+    def add(self, branch_id: int | None, version: int | None, what: str) -> None:
+        name = self.names.get(branch_id) if branch_id is not None else None
+        self.problems.append(Problem(version, name, what))
+
+    def lineage(self) -> None:
+        big = 2**63 - 1
+        for branch_id in self.names:
+            steps, seen, step, cap = [], set(), branch_id, big
+            broken = None
+            while step is not None:
+                if step in seen:
+                    broken = "its lineage loops back on itself (a branch-parent cycle)"
+                    break
+                seen.add(step)
+                if step not in self.parents:
+                    broken = f"its lineage names branch id {step}, which does not exist"
+                    break
+                steps.append((step, cap))
+                parent, forked_at = self.parents[step]
+                if parent is not None:
+                    if not isinstance(forked_at, int) or forked_at < 0:
+                        broken = f"its fork point is not a version: {forked_at!r}"
+                        break
+                    cap = min(cap, forked_at)
+                step = parent
+            if broken is not None:
+                self.add(branch_id, None, broken)
+            self.lineages[branch_id] = None if broken else steps
+        self.checked["branches"] = len(self.names)
+
+    def commits(self) -> None:
+        count = 0
+        for found in _commit_hash.recompute(self.conn, chain_on_stored=True):
+            count += 1
+            if found.branch_id not in self.names:
+                self.add(None, found.version, f"commit {found.version} names no branch")
+            elif found.stored is None:
+                self.add(found.branch_id, found.version, "the commit has no hash")
+            elif found.stored != found.computed:
+                self.add(
+                    found.branch_id,
+                    found.version,
+                    "its hash does not match its rows: an entry or event of it was changed, "
+                    "added or removed, or an earlier commit was removed",
+                )
+        self.checked["commits"] = count
+        for table in ("rewind_entries", "rewind_events"):
+            orphans = self.conn.fetchall(
+                f"SELECT DISTINCT branch_id, version FROM {table} row WHERE NOT EXISTS ("
+                "SELECT 1 FROM rewind_commits c WHERE c.version = row.version "
+                "AND c.branch_id = row.branch_id) ORDER BY version"
+            )
+            what = table.removeprefix("rewind_")
+            for branch_id, version in orphans:
+                self.add(branch_id, version, f"{what} of a commit that does not exist")
+
+    def events(self) -> None:
+        count = 0
+        for branch_id, steps in self.lineages.items():
+            if steps is None:
+                continue
+            previous, expected = "", 0
+            for step, cap in reversed(steps):
+                rows = self.conn.fetchall(
+                    "SELECT sequence, event_type, version, payload, hash FROM rewind_events "
+                    "WHERE branch_id = ? AND version <= ? ORDER BY version, sequence",
+                    (step, cap),
+                )
+                bad = None
+                for sequence, event_type, version, payload, digest in rows:
+                    count += step == branch_id
+                    raw = _as_bytes(payload)
+                    if sequence != expected:
+                        bad = (version, f"event {expected} is missing from the log")
+                    elif raw is None or not isinstance(event_type, str):
+                        bad = (version, f"event {sequence} is not stored as an event")
+                    elif event_hash(previous, sequence, event_type, version, raw) != digest:
+                        bad = (version, f"event {sequence}'s hash does not match it")
+                    if bad is not None:
+                        break
+                    previous, expected = str(digest), expected + 1
+                if bad is not None:
+                    if step == branch_id:  # an ancestor's log is reported as its own
+                        self.add(branch_id, *bad)
+                    break
+        self.checked["events"] = count
+
+    def lists(self) -> None:
+        """Recompute every shared array's prefix hashes; report each entry reading a
+        damaged one."""
+        bases = {
+            row[0]: (row[1], row[2])
+            for row in self.conn.fetchall("SELECT id, base_id, base_len FROM rewind_seqs")
+        }
+        first_bad: dict[int, int] = {}  # array id -> first index that fails
+        hashes: dict[tuple[int, int], bytes] = {}  # (array id, index) -> its prefix hash
+
+        def hash_at(seq: Any, idx: int) -> bytes | None:
+            """The checked prefix hash of item ``idx`` as array ``seq`` reads it."""
+            seen = set()
+            while seq in bases and seq not in seen:
+                seen.add(seq)
+                base, base_len = bases[seq]
+                if base is None or idx >= base_len:
+                    return hashes.get((seq, idx))
+                seq = base
+            return None
+
+        count = 0
+        for seq in sorted(bases):  # a base array is always created before its users
+            base, base_len = bases[seq]
+            start = base_len if base is not None else 0
+            previous = hash_at(base, start - 1) if start else b""
+            if previous is None:  # what it builds on is damaged, or not there
+                first_bad[seq] = start
+                continue
+            expected = start
+            for idx, item, stored in self.conn.fetchall(
+                "SELECT idx, item, prefix_hash FROM rewind_seq_items WHERE seq_id = ? ORDER BY idx",
+                (seq,),
+            ):
+                count += 1
+                raw = _as_bytes(item)
+                if idx != expected or raw is None:
+                    first_bad[seq] = expected
+                    break
+                previous = hashlib.blake2b(previous + raw, digest_size=16).digest()
+                if _as_bytes(stored) != previous:
+                    first_bad[seq] = idx
+                    break
+                hashes[(seq, idx)] = previous
+                expected += 1
+        self.checked["list items"] = count
+        if not first_bad:
+            return
+        for branch_id, version, key, refs in self.conn.fetchall(
+            "SELECT branch_id, version, key, refs FROM rewind_entries WHERE refs IS NOT NULL"
+        ):
+            for seq, length in _refs(refs):
+                if _reads_damage(seq, length, bases, first_bad):
+                    self.add(branch_id, version, f"key {key!r} reads a list item that changed")
+                    break
+
+    def report(self) -> DatabaseVerification:
+        by_branch: dict[int | None, list[Problem]] = defaultdict(list)
+        ids = {name: branch_id for branch_id, name in self.names.items()}
+        for problem in self.problems:
+            by_branch[ids.get(problem.branch) if problem.branch else None].append(problem)
+        checks = []
+        for branch_id, name in sorted(self.names.items(), key=lambda item: item[1]):
+            steps = self.lineages.get(branch_id)
+            seen = (
+                by_branch[branch_id]
+                if steps is None
+                else [
+                    problem
+                    for step, cap in steps
+                    for problem in by_branch[step]
+                    if problem.version is None or problem.version <= cap or step == branch_id
+                ]
+            )
+            first = min(seen, key=lambda p: (p.version is not None, p.version or 0), default=None)
+            checks.append(BranchCheck(name, first))
+        return DatabaseVerification(checks, sorted(self.problems, key=_order), self.checked)
+
+
+def _order(problem: Problem) -> tuple[int, str, str]:
+    return (
+        problem.version if problem.version is not None else -1,
+        problem.branch or "",
+        problem.what,
+    )
+
+
+def _refs(refs: Any) -> list[tuple[int, int]]:
+    try:
+        return [(int(seq), int(length)) for _, seq, length in loads(bytes(refs))]
+    except (TypeError, ValueError):
+        return [(-1, 1)]  # not readable: the entry reads something damaged
+
+
+def _reads_damage(
+    seq: int, length: int, bases: dict[int, tuple[Any, Any]], first_bad: dict[int, int]
+) -> bool:
+    """Reading ``length`` items of array ``seq`` (through its bases) meets a damaged one."""
+    seen = set()
+    while True:
+        if seq not in bases or seq in seen:
+            return True
+        seen.add(seq)
+        if first_bad.get(seq, length) < length:
+            return True
+        base, base_len = bases[seq]
+        if base is None or not base_len:
+            return False
+        seq, length = base, min(length, base_len)
+
+
+def verify(engine: Engine) -> DatabaseVerification:
+    """Check the database's whole history (see the module's docstring)."""
+    with engine.conn.snapshot():
+        check = _Check(engine)
+        check.lineage()
+        check.commits()
+        check.events()
+        check.lists()
+        return check.report()
