@@ -142,7 +142,7 @@ def test_a_langgraph_run_reads_as_text_in_the_explorer(langgraph_run: Path) -> N
         branch = db.at("lg/t")
         last = branch.events.list()[-1].event
         assert last.payload["value"][0] == "msgpack"  # stored as the serde made it
-    with TestClient(create_app(langgraph_run)) as client:
+    with TestClient(create_app(langgraph_run), base_url="http://localhost") as client:
         page = client.get(event_url("lg/t", last.sequence)).text
         assert "reply 1" in page and "msgpack:" not in page
         assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; book a hostel" in page
@@ -250,7 +250,7 @@ def test_decoded_values_stay_within_the_depth_stored_values_have(tmp_path: Path)
             )
             assert len(diff) >= 1
         assert len(db.key_history("kv", "k", readable=True)) == 3
-    with TestClient(create_app(path)) as client:
+    with TestClient(create_app(path), base_url="http://localhost") as client:
         for url in (key_url("default", "kv", "k"), event_url("default", 0), "/"):
             assert client.get(url).status_code == 200, url
     from rewinddb.cli import main
