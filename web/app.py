@@ -141,7 +141,8 @@ _NOT_FOUND_CODES = {"invalid.as_of", "invalid.branch", "invalid.key"}
 
 
 async def _handle_error(request: Request, error: Any) -> Response:
-    """RewindErrors and bad parameters as 404/422 pages (JSON under /api or .json)."""
+    """RewindErrors and bad parameters as error pages (JSON under /api or .json): 404 for
+    what does not exist, 422 for bad input, 500 for a damaged database or a failed disk."""
     if isinstance(error, RequestValidationError):
         messages = "; ".join(
             f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}"
@@ -157,4 +158,7 @@ async def _handle_error(request: Request, error: Any) -> Response:
         return error_response(request, 409, code, str(error))
     if isinstance(error, (rewinddb.DatabaseBusyError, rewinddb.DatabaseClosedError)):
         return error_response(request, 503, code, str(error))
+    if isinstance(error, rewinddb.CorruptDatabaseError) or code == "storage":
+        # Not the request's fault: the database file is damaged, or its disk failed.
+        return error_response(request, 500, code, str(error))
     return error_response(request, 422, code, str(error))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -335,3 +336,19 @@ def test_csrf_tokens_that_are_not_ascii_are_refused_not_500(writable: TestClient
         headers={"Origin": "https://localhost"},
     )
     assert https.status_code == 403  # another scheme is another origin
+
+
+def test_a_damaged_database_is_a_server_error_page_not_a_bad_request(tmp_path: Path) -> None:
+    path = tmp_path / "agent"
+    with rewinddb.open(path) as db:
+        db.events.append("start", {})
+    raw = sqlite3.connect(path / "rewind.sqlite3")
+    raw.execute("DROP TABLE rewind_events")
+    raw.commit()
+    raw.close()
+    with TestClient(create_app(path), base_url="http://localhost") as client:
+        page = client.get("/branches/default")
+        assert page.status_code == 500 and "corrupt.events" in page.text
+        assert "Traceback" not in page.text
+        twin = client.get("/branches/default.json")
+        assert twin.status_code == 500 and twin.json()["error"]["code"] == "corrupt.events"
