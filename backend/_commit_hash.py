@@ -153,7 +153,7 @@ def recompute(conn: Connection, *, after: int = 0, chain_on_stored: bool) -> Ite
         version, branch_id = commit[0], commit[1]
         entries = [entry_part(*r) for r in conn.fetchall(_ENTRIES, (branch_id, version))]
         events = [event_part(*r) for r in conn.fetchall(_EVENTS, (branch_id, version))]
-        computed = commit_hash(previous, tuple(commit[:7]), entries, events)  # type: ignore[arg-type]
+        computed = commit_hash(previous, tuple(commit[:7]), entries, events)
         stored = commit[7]
         yield Recomputed(version, branch_id, stored, computed)
         previous = stored if chain_on_stored else computed
