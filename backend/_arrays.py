@@ -46,10 +46,15 @@ Ref = tuple[Path, int, int]  # (object path, array id, length)
 Shared = tuple[Path, list[Any], bytes]  # (object path, items, their encoding as an array)
 
 
+def prefix_hash(previous: bytes, item: bytes) -> bytes:
+    """The prefix hash of an array's item: over the previous item's and its own bytes."""
+    return hashlib.blake2b(previous + item, digest_size=16).digest()
+
+
 def _prefix_hashes(items: list[bytes], previous: bytes = b"") -> list[bytes]:
     hashes = []
     for item in items:
-        previous = hashlib.blake2b(previous + item, digest_size=16).digest()
+        previous = prefix_hash(previous, item)
         hashes.append(previous)
     return hashes
 

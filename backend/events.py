@@ -36,6 +36,20 @@ def event_hash(previous: str, sequence: int, event_type: str, version: int, payl
     return digest.hexdigest()
 
 
+def chain_break(previous: str, expected: int, row: tuple[Any, ...]) -> str | None:
+    """Why the stored event ``row`` (sequence, type, version, payload, hash) does not
+    continue a log whose last hash is ``previous`` and next sequence ``expected``: "sequence
+    gap" or "hash mismatch" (an edited row, a payload stored as text...); None if it does."""
+    sequence, event_type, version, payload, digest = row
+    if sequence != expected:
+        return "sequence gap"
+    if not isinstance(payload, (bytes, memoryview)) or not isinstance(event_type, str):
+        return "hash mismatch"
+    if event_hash(previous, sequence, event_type, version, bytes(payload)) != digest:
+        return "hash mismatch"
+    return None
+
+
 def _like(text: str) -> str:
     """A LIKE pattern (``\\`` escapes) matching ``text`` anywhere."""
     return "%" + re.sub(r"([%_\\])", r"\\\1", text) + "%"
@@ -420,18 +434,13 @@ class Events:
                     "WHERE branch_id = ? AND version <= ? ORDER BY version, sequence",
                     (branch_id, cap),
                 )
-                for sequence, event_type, event_version, payload, digest in cursor:
+                for row in cursor:
                     checked += 1
-                    if sequence != expected:
-                        return Verification(False, checked, expected, "sequence gap")
-                    if not isinstance(payload, (bytes, memoryview)):  # edited to TEXT
-                        return Verification(False, checked, sequence, "hash mismatch")
-                    recomputed = event_hash(
-                        previous, sequence, event_type, event_version, bytes(payload)
-                    )
-                    if recomputed != digest:
-                        return Verification(False, checked, sequence, "hash mismatch")
-                    previous, expected = digest, expected + 1
+                    reason = chain_break(previous, expected, row)
+                    if reason is not None:
+                        first_bad = expected if reason == "sequence gap" else row[0]
+                        return Verification(False, checked, first_bad, reason)
+                    previous, expected = row[4], expected + 1
             return Verification(True, checked, None, None)
 
     def __len__(self) -> int:

@@ -17,14 +17,14 @@ up to its fork point, so the report gives every branch its first bad point.
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import _commit_hash
+from ._arrays import prefix_hash
 from ._values import loads
-from .events import event_hash
+from .events import chain_break
 
 if TYPE_CHECKING:
     from ._engine import Engine
@@ -172,18 +172,16 @@ class _Check:
                     (step, cap),
                 )
                 bad = None
-                for sequence, event_type, version, payload, digest in rows:
+                for row in rows:
                     count += step == branch_id
-                    raw = _as_bytes(payload)
-                    if sequence != expected:
-                        bad = (version, f"event {expected} is missing from the log")
-                    elif raw is None or not isinstance(event_type, str):
-                        bad = (version, f"event {sequence} is not stored as an event")
-                    elif event_hash(previous, sequence, event_type, version, raw) != digest:
-                        bad = (version, f"event {sequence}'s hash does not match it")
+                    reason = chain_break(previous, expected, row)
+                    if reason == "sequence gap":
+                        bad = (row[2], f"event {expected} is missing from the log")
+                    elif reason is not None:
+                        bad = (row[2], f"event {row[0]}'s hash does not match it")
                     if bad is not None:
                         break
-                    previous, expected = str(digest), expected + 1
+                    previous, expected = str(row[4]), expected + 1
                 if bad is not None:
                     if step == branch_id:  # an ancestor's log is reported as its own
                         self.add(branch_id, *bad)
@@ -229,7 +227,7 @@ class _Check:
                 if idx != expected or raw is None:
                     first_bad[seq] = expected
                     break
-                previous = hashlib.blake2b(previous + raw, digest_size=16).digest()
+                previous = prefix_hash(previous, raw)
                 if _as_bytes(stored) != previous:
                     first_bad[seq] = idx
                     break
