@@ -544,12 +544,7 @@ class Engine:
             record = self.branch(branch)
             group = self._group
             if group is None:
-                context = WriteContext(self, record, trigger, message, entry_trigger=trigger)
-                try:
-                    yield context
-                except BaseException:
-                    self.discard(context)  # its rows were rolled back
-                    raise
+                yield WriteContext(self, record, trigger, message, entry_trigger=trigger)
                 return
             if group.branch.id != record.id:
                 raise RewindError(
@@ -596,17 +591,12 @@ class Engine:
         owner, contexts = self._unsealed
         if owner != serial:  # the first of this transaction (an older list was rolled back)
             self._unsealed = owner, contexts = serial, []
-        # A commit allocated at or after this version was rolled back (a savepoint), or
-        # its version would not have come round again.
+        # The one rule for rolled-back commits: a commit allocated at or after this version
+        # was rolled back (a savepoint), or its version would not have come round again;
+        # one rolled back at the end of the list updates no row when sealed.
         while contexts and (contexts[-1].version or 0) >= context.version:
             contexts.pop()
         contexts.append(context)
-
-    def discard(self, context: WriteContext) -> None:
-        """``context``'s commit was rolled back (a savepoint, or the whole transaction)."""
-        contexts = self._unsealed[1]
-        if context in contexts:
-            contexts.remove(context)
 
     def seal(self) -> None:
         """Give each commit of the committing transaction its hash, in version order,
@@ -652,12 +642,9 @@ class Engine:
             trigger = check_text(trigger, "trigger")
             message = check_text(message, "message")
             with self.conn.write():
-                self._group = group = WriteContext(self, self.branch(branch), trigger, message)
+                self._group = WriteContext(self, self.branch(branch), trigger, message)
                 try:
-                    yield group
-                except BaseException:
-                    self.discard(group)  # its rows were rolled back
-                    raise
+                    yield self._group
                 finally:
                     self._group = None
 
