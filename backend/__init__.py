@@ -21,6 +21,7 @@ if __name__ != "rewinddb":  # pragma: no cover - a packaging guard
         "--import-mode=importlib)"
     )
 
+from ._values import MAX_DEPTH
 from .blame import LastWrite
 from .branches import Branches
 from .database import BranchView, Database, open
@@ -56,6 +57,7 @@ from .verify import BranchCheck, DatabaseVerification, Problem
 __version__ = "0.1.0"
 
 __all__ = [
+    "MAX_DEPTH",
     "AppendConflictError",
     "Branch",
     "BranchCheck",

@@ -20,8 +20,8 @@ import orjson
 from ._values import jsonable
 from .database import open as open_database
 from .errors import RewindError
+from .presenters import readable
 from .progress import Progress
-from .readable import readable
 from .transfer import TransferCounts
 
 
@@ -54,7 +54,7 @@ def _dump(data: Any) -> None:
 
 
 def _text(value: Any) -> str:
-    """A value for people: serde encodings decoded (``rewinddb.readable``)."""
+    """A value for people: serde encodings decoded (``rewinddb.presenters.readable``)."""
     value = readable(value)
     if isinstance(value, bytes):
         return f"<{len(value)} bytes>"

@@ -32,7 +32,14 @@ from .errors import InvalidInputError, NotADatabaseError, NotFoundError, RewindE
 from .events import Events
 from .graph import HistoryGraph, build_graph
 from .kv import KV
-from .models import Branch, Commit, from_micros
+from .lineage_commits import (
+    Written,
+    commit_from_row,
+    lineage_commit_count,
+    lineage_commits,
+    written_at,
+)
+from .models import Branch, Commit
 from .progress import Progress
 from .state import State
 from .transfer import TransferCounts, export_jsonl, import_jsonl
@@ -98,7 +105,7 @@ class _Primitives:
     ) -> list[KeyVersion]:
         """Every version of one key (``space``: ``kv``, ``json`` or ``state``) this branch
         sees, oldest first, each with the diff from the version before it (``readable``:
-        of the values decoded as ``rewinddb.readable`` shows them); with ``limit``, the
+        of the values decoded as ``rewinddb.presenters.readable`` shows them); with ``limit``, the
         newest ``limit`` only (each still diffed against the one before it); with
         ``before``, only versions older than it (the cursor of a paged history: pass the
         oldest version of one page to get the next)."""
@@ -115,6 +122,28 @@ class _Primitives:
         if limit is None:
             return versions
         return versions[max(len(versions) - limit, 0) :]  # the extra one read is the base
+
+    def commits(self, *, before: int | None = None, limit: int | None = None) -> list[Commit]:
+        """The commits this branch's state is made of, newest first: its own, then its
+        ancestors' up to each fork point (``Commit.branch`` says whose); ``before``:
+        only versions older than it (a paged list's cursor)."""
+        engine = self._db._engine
+        with engine.conn.lock, engine.conn.snapshot():
+            record = engine.branch(self.branch)
+            return lineage_commits(engine, record, before=before, limit=limit)
+
+    def commit_count(self, *, before: int | None = None) -> int:
+        """How many commits ``commits(before=before)`` would list."""
+        engine = self._db._engine
+        with engine.conn.lock, engine.conn.snapshot():
+            return lineage_commit_count(engine, engine.branch(self.branch), before=before)
+
+    def written(self, version: int) -> Written:
+        """What this branch itself wrote at ``version``: the keys (``(space, key)``) and
+        the events (empty when the version is another branch's)."""
+        engine = self._db._engine
+        with engine.conn.lock, engine.conn.snapshot():
+            return written_at(engine, engine.branch(self.branch), version)
 
     def restore(
         self,
@@ -279,7 +308,7 @@ class Database(_Primitives):
     ) -> Diff:
         """The structured diff from branch ``a`` (at ``as_of_a``) to ``b`` (at ``as_of_b``).
         With ``readable``, values LangGraph's serde encoded are compared decoded
-        (``rewinddb.readable``), so paths and values name what a person reads."""
+        (``rewinddb.presenters.readable``), so paths and values name what a person reads."""
         check_flag(readable, "readable")
         engine = self._engine
         with engine.conn.lock:
@@ -362,21 +391,7 @@ class Database(_Primitives):
             if limit is not None:
                 sql += " LIMIT ?"
                 params.append(check_count(limit, "limit"))
-            commits = []
-            for row in engine.conn.fetchall(sql, params):
-                version, branch_id, ts, trigger, message, merge_id, merge_version = row
-                commits.append(
-                    Commit(
-                        version=version,
-                        branch=engine.branch_by_id(branch_id).name,
-                        timestamp=from_micros(ts),
-                        trigger=trigger,
-                        message=message,
-                        merged_from=engine.branch_by_id(merge_id).name if merge_id else None,
-                        merged_version=merge_version,
-                    )
-                )
-            return commits
+            return [commit_from_row(engine, row) for row in engine.conn.fetchall(sql, params)]
 
 
 def open(

@@ -13,8 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from . import jsonpath
-from . import readable as display
+from . import jsonpath, presenters
 from ._engine import MISSING, BranchRecord, Engine
 from ._values import jsonable, same, short_text
 from .events import events_between
@@ -136,7 +135,7 @@ def key_versions(
     primitive: str, entries: list[HistoryEntry], *, readable: bool = False
 ) -> list[KeyVersion]:
     """Each entry of one key's history with the structural diff from the previous one
-    (of the values as ``rewinddb.readable`` shows them, with ``readable``)."""
+    (of the values as ``rewinddb.presenters.readable`` shows them, with ``readable``)."""
     versions = []
     previous: Any = MISSING
     memo: dict[Any, Any] | None = {} if readable else None
@@ -184,9 +183,9 @@ def diff_values(
 
 
 def _shown(value: Any, memo: dict[Any, Any] | None) -> Any:
-    """``value``, decoded for people (``rewinddb.readable``) when a ``memo`` is given
+    """``value``, decoded for people (``rewinddb.presenters.readable``) when a ``memo`` is given
     (one per diff: the values compared share most of what they hold)."""
-    return value if memo is None else display.readable(value, memo=memo)
+    return value if memo is None else presenters.readable(value, memo)
 
 
 def diff_points(
@@ -199,7 +198,7 @@ def diff_points(
     readable: bool = False,
 ) -> Diff:
     """The structured diff from (a, version_a) to (b, version_b); versions are resolved.
-    With ``readable``, values are compared as ``rewinddb.readable`` shows them."""
+    With ``readable``, values are compared as ``rewinddb.presenters.readable`` shows them."""
     ranges_a = engine.ranges(a, version_a)
     ranges_b = engine.ranges(b, version_b)
     changes: list[Change] = []

@@ -12,12 +12,12 @@ import hashlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from . import _commit_hash
 from ._damage import guarded
 from ._engine import AsOf, BranchRecord, Engine, WriteContext, check_count, check_name, check_text
-from ._values import dumps, loads, validate
+from ._values import dumps, loads, same, validate
 from .errors import AppendConflictError, CorruptDatabaseError, EventNotFound, InvalidInputError
 from .models import Event, EventItem, from_micros
 
@@ -178,16 +178,25 @@ class EventLogDiff:
         return not self.only_a and not self.only_b
 
 
-def diff_event_logs(a: Any, b: Any) -> EventLogDiff:
+def diff_event_logs(a: Any, b: Any, *, by: Literal["content", "hash"] = "content") -> EventLogDiff:
     """Compare two logs (branch views, ``events`` objects, or lists of events/items).
 
-    Events are compared by their chained hash, so equal prefixes are exactly equal
-    histories (same types, payloads, versions and order).
+    By default events are compared by what they say, their type and payload, so two
+    attempts that began the same way share their first events even when they were
+    appended at different versions. ``by="hash"`` compares the chained hashes instead:
+    equal prefixes are then exactly equal histories (same versions and order too).
     """
+    if by not in ("content", "hash"):
+        raise InvalidInputError(
+            f"by must be 'content' or 'hash', not {by!r}", code="invalid.event_log"
+        )
     events_a, events_b = _as_events(a), _as_events(b)
     common = 0
     for left, right in zip(events_a, events_b, strict=False):
-        if left.hash != right.hash:
+        if by == "hash":
+            if left.hash != right.hash:
+                break
+        elif left.event_type != right.event_type or not same(left.payload, right.payload):
             break
         common += 1
     return EventLogDiff(common, events_a[common:], events_b[common:])

@@ -11,7 +11,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from ._values import dumps
-from .readable import readable
+from .presenters import readable
 
 if TYPE_CHECKING:
     from .database import BranchView, Database

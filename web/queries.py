@@ -109,7 +109,7 @@ def event_detail(
 ) -> dict[str, Any]:
     """The state as of event ``sequence`` on ``branch``, who last changed each key, and
     the diff from the previous event (from the fork point, for the branch's first;
-    ``readable``: of values decoded as pages show them, ``rewinddb.readable``).
+    ``readable``: of values decoded as pages show them, ``rewinddb.presenters.readable``).
 
     A branch has no history of its own before its fork point, so an inherited event is
     read on the branch it happened on. If that ancestor was deleted, its reads are gone:

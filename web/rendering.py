@@ -15,7 +15,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from rewinddb.readable import readable
+from rewinddb.presenters import readable
 
 from .assets import HTMX_VERSION
 from .urls import branch_url, compare_url, event_url, key_url, tilde_encode

@@ -1,5 +1,5 @@
 """What LangGraph's serde encoded reads as JSON in the explorer and the notebook
-(``rewinddb.readable``), constructing nothing; stored values keep their encoding."""
+(``rewinddb.presenters.readable``), constructing nothing; stored values keep their encoding."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import rewinddb
 from rewinddb import rendering
 from rewinddb.integrations.langgraph import RewindSaver
 from rewinddb.integrations.langgraph._codec import dump_item, dump_typed
-from rewinddb.readable import MAX_ENCODED_CHARS, readable
+from rewinddb.integrations.langgraph.readable import MAX_ENCODED_CHARS, readable
 from rewinddb.web import create_app
 from rewinddb.web.urls import event_url, key_url
 

@@ -741,7 +741,7 @@ def test_a_langgraph_time_travel_run_is_a_branch_tree(
             expect(rows.last).to_be_visible()
             rows.last.click()
             expect(page.locator("#detail table.diff")).to_be_visible()
-            # The saver's serde encodings read as text (rewinddb.readable), not base64.
+            # The saver's serde encodings read as text (rewinddb.presenters.readable), not base64.
             expect(page.locator("#detail table.diff")).to_contain_text("book a hostel")
             expect(page.locator("#detail")).not_to_contain_text("msgpack")
             page.screenshot(path=shots / "langgraph-fork.png")

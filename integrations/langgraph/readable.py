@@ -4,6 +4,7 @@ The LangGraph saver stores each value as its serde makes it: a list item as one 
 ``"msgpack:<base64>"``, a record field or a pending write as a pair
 ``["msgpack", "<base64>"]``. A diff of such values is a diff of base64. The web explorer,
 the notebook widget and the command line's text show them through :func:`readable`
+(registered with the core by the LangGraph presenter: ``rewinddb.presenters.readable``)
 instead, which decodes those encodings into plain JSON: a model (a LangChain message, a
 dataclass, ...) becomes its class name and its fields,
 ``{"__class__": "langchain_core.messages.ai.AIMessage", "content": ..., ...}``.
@@ -32,7 +33,7 @@ from typing import Any
 import orjson
 import ormsgpack
 
-from ._values import MAX_DEPTH
+from rewinddb import MAX_DEPTH
 
 #: The serde types the saver stores, followed by base64 (possibly empty, for "null").
 _ENCODED = re.compile(r"(msgpack|json|null|bytes|bytearray|pickle):([A-Za-z0-9+/]*={0,2})")

@@ -1,0 +1,123 @@
+"""The commits a branch's state is made of, and what each one wrote.
+
+A branch sees its own commits and its ancestors' up to each fork point; these are the
+steps a front end lists for a branch. They are found through the indexes the rows
+already have (every commit writes an entry or an event, or is a merge), so a page costs
+what it shows, not a scan of every commit in the database.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ._engine import BranchRecord, Engine, check_count
+from .events import EVENT_COLUMNS, event_from_row
+from .models import Commit, Event, from_micros
+
+#: The versions ``branch_id`` wrote in (low, high].
+_OWN_VERSIONS = (
+    "SELECT version FROM rewind_entries WHERE branch_id = ? AND version > ? AND version <= ? "
+    "UNION SELECT version FROM rewind_events WHERE branch_id = ? AND version > ? "
+    "AND version <= ? UNION SELECT version FROM rewind_commits WHERE branch_id = ? "
+    "AND merge_branch_id IS NOT NULL AND version > ? AND version <= ?"
+)
+
+
+@dataclass(frozen=True)
+class Written:
+    """What one commit wrote on its branch: the ``(space, key)`` pairs (sorted) and the
+    events it appended (in order)."""
+
+    version: int
+    keys: tuple[tuple[str, str], ...]
+    events: tuple[Event, ...]
+
+
+def _steps(engine: Engine, record: BranchRecord, before: int | None) -> list[tuple[int, int, int]]:
+    """``(branch id, low, high)``: the version ranges of each lineage step this branch
+    sees, below ``before``."""
+    top = engine.clock() if before is None else min(before - 1, engine.clock())
+    return [
+        (branch_id, engine.branch_by_id(branch_id).forked_at, cap)
+        for branch_id, cap in engine.row_lineage(record, top)
+    ]
+
+
+def lineage_commits(
+    engine: Engine, record: BranchRecord, *, before: int | None = None, limit: int | None = None
+) -> list[Commit]:
+    """The commits ``record`` sees, newest first, older than version ``before``."""
+    if before is not None:
+        check_count(before, "before")
+    if limit is not None:
+        check_count(limit, "limit")
+    versions: list[int] = []
+    for branch_id, low, high in _steps(engine, record, before):
+        sql = f"SELECT version FROM ({_OWN_VERSIONS}) own ORDER BY version DESC"
+        params: list[Any] = [branch_id, low, high] * 3
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit - len(versions))
+        versions += [row[0] for row in engine.conn.fetchall(sql, params)]
+        if limit is not None and len(versions) >= limit:
+            break
+    return _commit_rows(engine, versions)
+
+
+def lineage_commit_count(engine: Engine, record: BranchRecord, *, before: int | None = None) -> int:
+    """How many commits ``record`` sees older than version ``before``."""
+    if before is not None:
+        check_count(before, "before")
+    total = 0
+    for branch_id, low, high in _steps(engine, record, before):
+        row = engine.conn.fetchone(
+            f"SELECT count(*) FROM ({_OWN_VERSIONS}) own", [branch_id, low, high] * 3
+        )
+        total += int(row[0]) if row else 0
+    return total
+
+
+def _commit_rows(engine: Engine, versions: list[int]) -> list[Commit]:
+    if not versions:
+        return []
+    marks = ", ".join("?" * len(versions))
+    rows = engine.conn.fetchall(
+        "SELECT version, branch_id, ts, trigger, message, merge_branch_id, merge_version "
+        f"FROM rewind_commits WHERE version IN ({marks}) ORDER BY version DESC",
+        versions,
+    )
+    return [commit_from_row(engine, row) for row in rows]
+
+
+def commit_from_row(engine: Engine, row: tuple[Any, ...]) -> Commit:
+    version, branch_id, ts, trigger, message, merge_id, merge_version = row
+    return Commit(
+        version=version,
+        branch=engine.branch_by_id(branch_id).name,
+        timestamp=from_micros(ts),
+        trigger=trigger,
+        message=message,
+        merged_from=engine.branch_by_id(merge_id).name if merge_id else None,
+        merged_version=merge_version,
+    )
+
+
+def written_at(engine: Engine, record: BranchRecord, version: int) -> Written:
+    """What ``record`` itself wrote at ``version`` (nothing, if another branch did)."""
+    check_count(version, "version")
+    keys = engine.conn.fetchall(
+        "SELECT space, key FROM rewind_entries WHERE branch_id = ? AND version = ? "
+        "ORDER BY space, key",
+        (record.id, version),
+    )
+    events = engine.conn.fetchall(
+        f"SELECT {EVENT_COLUMNS} FROM rewind_events WHERE branch_id = ? AND version = ? "
+        "ORDER BY sequence",
+        (record.id, version),
+    )
+    return Written(
+        version,
+        tuple((space, key) for space, key in keys),
+        tuple(event_from_row(engine, row) for row in events),
+    )

@@ -1,0 +1,454 @@
+"""How the front ends tell a branch's story: descriptions, presenters and their registry.
+
+The core knows branches, versions, keys and events; it does not know what a chat message,
+a tool call or a LangGraph node is. An integration that records a framework's runs also
+says how to show them: it registers a :class:`Presenter` that describes the branches it
+wrote in the agent's words (a :class:`Summary` for the overview, :class:`Step` records
+for its history, a transcript of :class:`Message` records, which diff paths are
+bookkeeping). The web explorer and the notebook widget render those records and hold no
+framework knowledge; every other branch gets this module's generic presenter, whose
+steps are the branch's commits, labelled by the events they appended.
+
+Presenters are found through the ``rewinddb.presenters`` entry point group (each entry
+names a presenter class or instance) and :func:`register`; an entry whose module cannot
+be imported (its framework is not installed) is skipped, and its branches are shown by
+the generic presenter. Stored state is untrusted: a presenter decodes data and never
+constructs objects, and the front ends escape everything it returns.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import threading
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from importlib import metadata
+from typing import TYPE_CHECKING, Any, Literal
+
+import orjson
+
+from ._values import dumps
+from .errors import InvalidInputError, NotFoundError
+
+if TYPE_CHECKING:
+    from .database import Database
+    from .diff import Change
+    from .models import Branch, Commit
+
+ENTRY_POINT_GROUP = "rewinddb.presenters"
+#: Steps on one page of a branch's story.
+STEPS_PAGE = 50
+#: Characters of an outcome or a label shown in a list (the step page shows all).
+SHORT_TEXT = 200
+
+Status = Literal["finished", "interrupted", "failed", "open", "empty"]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A call an AI message asked for: the tool, its arguments and, once it answered,
+    the result (the text of the tool message with the same ``id``)."""
+
+    name: str
+    arguments: Any
+    id: str | None = None
+    result: str | None = None
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of a conversation. ``role`` is ``human``, ``ai``, ``tool``,
+    ``system`` or whatever the framework calls it; ``text`` is what a person reads."""
+
+    role: str
+    text: str
+    id: str | None = None
+    name: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    step: int | None = None
+    """The version of the step that added it, when known (a step is found by version)."""
+
+
+@dataclass(frozen=True)
+class Interrupt:
+    """An agent stopped to ask: the question, the node that asked, and the answer it
+    was resumed with (``resumed`` tells an answer of None from no answer yet)."""
+
+    question: Any
+    node: str | None = None
+    resume: Any = None
+    resumed: bool = False
+    step: int | None = None
+    """The version of the step that asked."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a branch's story: a LangGraph checkpoint, or a commit elsewhere.
+
+    A step is the state as of ``version``; it was written on ``branch`` (an ancestor's
+    name for an ``inherited`` step, which happened before this branch's fork point).
+    ``number`` is the framework's step number (LangGraph's superstep) or the commit's
+    position in the branch's history; ``label`` names what ran, in the framework's
+    words (the nodes, the event types, the commit message)."""
+
+    version: int
+    branch: str
+    number: int
+    label: str
+    timestamp: datetime
+    inherited: bool = False
+    source: str | None = None
+    """How the step came to be, as the framework says it (``input``, ``loop``,
+    ``update``, ``fork``), or None."""
+    nodes: tuple[str, ...] = ()
+    id: str | None = None
+    """The framework's id of the step (a checkpoint id), when it has one."""
+    writes: tuple[str, ...] = ()
+    """What it wrote: channels, keys or event types."""
+    messages: tuple[Message, ...] = ()
+    """The messages it added."""
+    interrupts: tuple[Interrupt, ...] = ()
+    events: tuple[int, ...] = ()
+    """Sequences of the events it appended (to the branch that wrote it)."""
+
+
+@dataclass(frozen=True)
+class Fork:
+    """Where a branch came from, as a person says it: ``label`` is "edit of step 3 of
+    lg/alice", "replay from step 3 of ...", or "fork of run-1 at version 12"."""
+
+    parent: str
+    version: int
+    kind: Literal["edit", "replay", "fork"]
+    label: str
+    step: int | None = None
+    """The parent's step it continues from (its version), when known."""
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What the overview shows of a branch: what kind of attempt it is, how it ended."""
+
+    branch: str
+    presenter: str
+    kind: str
+    """``thread``, ``attempt``, ``branch`` or what the presenter calls its branches."""
+    title: str
+    status: Status
+    outcome: str | None = None
+    """The final answer (last AI message), or the last end event's payload, as text."""
+    waiting_on: str | None = None
+    """The node an interrupted branch waits on."""
+    internal: bool = False
+    """Bookkeeping of an integration, or an empty ``default``: hidden unless asked for."""
+    fork: Fork | None = None
+
+
+@dataclass(frozen=True)
+class StepPage:
+    """Up to ``limit`` steps older than a cursor, oldest first; ``older`` is the cursor
+    (a version) of the page before, or None when this page reaches the start."""
+
+    steps: tuple[Step, ...]
+    older: int | None
+    total: int
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """A branch's conversation as of a version: ``messages`` are the newest page,
+    oldest first, starting at position ``start`` of ``total``."""
+
+    messages: tuple[Message, ...]
+    start: int
+    total: int
+    interrupts: tuple[Interrupt, ...] = ()
+
+
+def to_dict(record: Any) -> dict[str, Any]:
+    """A presenter record (any of the above) as JSON-able data, for the ``.json`` twins."""
+    data: dict[str, Any] = orjson.loads(orjson.dumps(asdict(record), default=_blob))
+    return data
+
+
+def _blob(value: Any) -> str:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return f"<{len(value)} bytes>"
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+class Presenter:
+    """Describes branches for the front ends. This base class is the generic presenter
+    (steps are commits); an integration subclasses it and overrides what it knows."""
+
+    name = "generic"
+
+    def claims(self, branch: Branch) -> bool:
+        """Whether this presenter describes ``branch`` (decided from its record alone)."""
+        return True
+
+    # -- the overview ------------------------------------------------------------
+
+    def summary(self, db: Database, branch: Branch) -> Summary:
+        """Kind, status and outcome of ``branch``: a few reads, for the overview's rows."""
+        view = db.at(branch.name)
+        internal = branch.name == "default" and branch.head == 0 and branch.events == 0
+        fork = self.fork(db, branch)
+        if branch.events == 0:
+            status: Status = "empty" if branch.head == 0 else "open"
+            return Summary(
+                branch.name, self.name, "branch", branch.name, status, None, None, internal, fork
+            )
+        last = view.events.get(branch.events - 1)
+        status = _status_of(last.event_type)
+        outcome = short(payload_text(last.payload)) if status != "open" else None
+        return Summary(
+            branch.name, self.name, "attempt", branch.name, status, outcome, None, internal, fork
+        )
+
+    def fork(self, db: Database, branch: Branch) -> Fork | None:
+        if branch.parent is None:
+            return None
+        return Fork(
+            branch.parent,
+            branch.forked_at,
+            "fork",
+            f"fork of {branch.parent} at version {branch.forked_at}",
+        )
+
+    # -- steps -------------------------------------------------------------------
+
+    def steps(
+        self, db: Database, branch: str, *, before: int | None = None, limit: int = STEPS_PAGE
+    ) -> StepPage:
+        """The newest ``limit`` steps of ``branch`` older than version ``before`` (None:
+        the newest), oldest first; inherited steps are included, marked ``inherited``."""
+        view = db.at(branch)
+        with db.read():
+            info = view.info()
+            commits = view.commits(before=before, limit=limit + 1)
+            total = view.commit_count()
+            page = commits[:limit]
+            # A step's number is how many commits the branch sees before it.
+            first = view.commit_count(before=page[-1].version) if page else 0
+            steps = [
+                self._commit_step(db, info, commit, first + index)
+                for index, commit in enumerate(reversed(page))
+            ]
+            older = page[-1].version if len(commits) > limit else None
+            return StepPage(tuple(steps), older, total)
+
+    def step(self, db: Database, branch: str, version: int) -> Step:
+        """The step of ``branch`` at ``version`` (a ``not_found.step`` error if no step
+        of its history was written at that version)."""
+        view = db.at(branch)
+        with db.read():
+            info = view.info()
+            found = view.commits(before=version + 1, limit=1)
+            if not found or found[0].version != version:
+                raise StepNotFound(branch, version)
+            number = view.commit_count(before=version)
+            return self._commit_step(db, info, found[0], number)
+
+    def _commit_step(self, db: Database, info: Branch, commit: Commit, number: int) -> Step:
+        written = db.at(commit.branch).written(commit.version)
+        types = sorted({event.event_type for event in written.events})
+        keys = tuple(f"{space}:{key}" for space, key in written.keys)
+        if types:
+            label = ", ".join(types)
+        elif commit.merged_from:
+            label = f"merge from {commit.merged_from}"
+        else:
+            label = commit.message or commit.trigger or _keys_label(written.keys)
+        return Step(
+            version=commit.version,
+            branch=commit.branch,
+            number=number,
+            label=short(label),
+            timestamp=commit.timestamp,
+            inherited=commit.branch != info.name,
+            writes=keys + tuple(types),
+            events=tuple(event.sequence for event in written.events),
+        )
+
+    # -- state -------------------------------------------------------------------
+
+    def transcript(
+        self,
+        db: Database,
+        branch: str,
+        *,
+        as_of: int | None = None,
+        before: int | None = None,
+        limit: int = STEPS_PAGE,
+    ) -> Transcript | None:
+        """The conversation of ``branch`` as of ``as_of`` (None: now), the newest
+        ``limit`` messages before position ``before``; None for a branch that holds
+        no conversation (a plain branch)."""
+        return None
+
+    def state(self, db: Database, step: Step) -> dict[str, Any]:
+        """The state as of ``step``, named and decoded as a person reads it
+        (``{name: value}``); here, every key of every space, as ``space:key``."""
+        snapshot = db.at(step.branch).snapshot(as_of=step.version)
+        return {
+            f"{space}:{key}": value
+            for space in ("kv", "json", "state")
+            for key, value in snapshot[space].items()
+        }
+
+    def hidden(self, change: Change) -> bool:
+        """Whether a diff row is bookkeeping, hidden by default (generic: none is)."""
+        return False
+
+    def key_label(self, primitive: str, key: str) -> str:
+        """What a person calls a stored key (a LangGraph channel's name, ...)."""
+        return key
+
+    def display(self, value: Any, memo: dict[Any, Any] | None = None) -> Any:
+        """``value`` with the encodings this presenter knows decoded for people (the same
+        object when there are none); ``memo`` decodes shared parts once."""
+        return value
+
+
+class StepNotFound(NotFoundError):
+    """No step of a branch's history was written at the version asked for."""
+
+    def __init__(self, branch: str, version: int) -> None:
+        super().__init__(
+            f"branch {branch!r} has no step at version {version}: open its page for the "
+            "steps it has",
+            code="not_found.step",
+        )
+
+
+def hidden_by_patterns(change: Change, patterns: Iterable[str]) -> bool:
+    """Whether ``primitive:key:path`` of ``change`` matches one of the ``fnmatch``
+    ``patterns`` (for presenters whose bookkeeping is a set of paths)."""
+    name = f"{change.primitive}:{change.key}:{change.path}"
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+def short(text: str, limit: int = SHORT_TEXT) -> str:
+    """``text`` cut at a word boundary near ``limit`` characters, with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", limit // 2, limit)
+    return text[: cut if cut > 0 else limit].rstrip() + "…"
+
+
+def payload_text(payload: Any) -> str:
+    """An event payload as one line of text: a string as is, a dict's ``answer``,
+    ``result``, ``output``, ``outcome`` or ``text`` field when it has one, else JSON."""
+    if isinstance(payload, str):
+        return payload
+    if isinstance(payload, dict):
+        for name in ("answer", "result", "output", "outcome", "text", "message"):
+            if isinstance(payload.get(name), str):
+                return str(payload[name])
+    if isinstance(payload, (bytes, bytearray)):
+        return f"<{len(payload)} bytes>"
+    return dumps(payload).decode()
+
+
+_END = ("end", "ended", "done", "finished", "complete", "completed", "succeeded", "success")
+_FAILED = ("error", "failed", "failure", "crashed", "aborted")
+
+
+def _status_of(event_type: str) -> Status:
+    last = event_type.rsplit(".", 1)[-1].lower()
+    if last in _END:
+        return "finished"
+    if last in _FAILED:
+        return "failed"
+    return "open"
+
+
+def _keys_label(keys: tuple[tuple[str, str], ...]) -> str:
+    if not keys:
+        return "commit"
+    names = ", ".join(key for _, key in keys[:3])
+    more = f" and {len(keys) - 3} more" if len(keys) > 3 else ""
+    return f"wrote {names}{more}"
+
+
+# -- the registry -------------------------------------------------------------------
+
+_GENERIC = Presenter()
+
+
+@dataclass
+class _Registry:
+    presenters: list[Presenter] = field(default_factory=list)
+    loaded: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_registry = _Registry()
+
+
+def register(presenter: Presenter) -> Presenter:
+    """Add ``presenter`` (it is asked before the ones registered earlier); returns it."""
+    if not isinstance(presenter, Presenter):
+        raise InvalidInputError(
+            f"register takes a rewinddb.presenters.Presenter, not {presenter!r}",
+            code="invalid.presenter",
+        )
+    registered()  # the entry points first, so a presenter registered by hand wins
+    with _registry.lock:
+        _registry.presenters.insert(0, presenter)
+    return presenter
+
+
+def unregister(presenter: Presenter) -> None:
+    """Remove a presenter added with :func:`register` (or found as an entry point)."""
+    with _registry.lock:
+        _registry.presenters = [p for p in _registry.presenters if p is not presenter]
+
+
+def registered() -> tuple[Presenter, ...]:
+    """The presenters in the order they are asked, the entry points' loaded on first use."""
+    with _registry.lock:
+        if not _registry.loaded:
+            _registry.loaded = True
+            _registry.presenters.extend(_from_entry_points())
+        return tuple(_registry.presenters)
+
+
+def _from_entry_points() -> list[Presenter]:
+    found = []
+    for entry in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        try:
+            loaded = entry.load()
+        except ImportError:  # its framework is not installed: the generic one shows it
+            continue
+        presenter = loaded() if isinstance(loaded, type) else loaded
+        if isinstance(presenter, Presenter):
+            found.append(presenter)
+    return found
+
+
+def presenter_for(branch: Branch) -> Presenter:
+    """The presenter that describes ``branch``: the first registered one that claims it,
+    else the generic one."""
+    for presenter in registered():
+        if presenter.claims(branch):
+            return presenter
+    return _GENERIC
+
+
+def generic() -> Presenter:
+    """The presenter of plain branches."""
+    return _GENERIC
+
+
+def readable(value: Any, memo: dict[Any, Any] | None = None) -> Any:
+    """``value`` as people read it: every registered presenter's encodings decoded
+    (LangGraph's serde, when its integration is installed); the same object when there
+    is nothing to decode. Decode a stored value once, at its top."""
+    for presenter in registered():
+        value = presenter.display(value, memo)
+    return value
