@@ -26,7 +26,7 @@ from ._damage import guarded
 from ._engine import DEFAULT_BRANCH, AsOf, Engine, check_count, check_flag
 from .blame import LastWrite, last_writes
 from .branches import Branches
-from .diff import Diff, KeyVersion, diff_points, key_versions
+from .diff import Diff, KeyVersion, Point, diff_points, key_versions
 from .documents import Documents
 from .errors import InvalidInputError, NotADatabaseError, NotFoundError, RewindError
 from .events import Events
@@ -316,6 +316,24 @@ class Database(_Primitives):
             version_a = engine.resolve_as_of(record_a, as_of_a)
             version_b = engine.resolve_as_of(record_b, as_of_b)
             return diff_points(engine, record_a, version_a, record_b, version_b, readable=readable)
+
+    def common_point(self, a: str, b: str, *, as_of_a: AsOf = None, as_of_b: AsOf = None) -> Point:
+        """The newest point both ``a`` (at ``as_of_a``) and ``b`` (at ``as_of_b``) see
+        through their lineages: where two attempts' histories part (a fork point, or
+        the older of two points of one branch)."""
+        engine = self._engine
+        with engine.conn.lock:
+            record_a, record_b = engine.branch(a), engine.branch(b)
+            ranges_a = engine.ranges(record_a, engine.resolve_as_of(record_a, as_of_a))
+            ranges_b = engine.ranges(record_b, engine.resolve_as_of(record_b, as_of_b))
+            shared = [
+                (min(ranges_a[branch_id], ranges_b[branch_id]), branch_id)
+                for branch_id in ranges_a.keys() & ranges_b.keys()
+            ]
+            if not shared:  # separate roots (after a deleted ancestor): the start
+                return Point(a, 0)
+            version, branch_id = max(shared)
+            return Point(engine.branch_by_id(branch_id).name, version)
 
     def export_jsonl(
         self,

@@ -1,0 +1,238 @@
+"""What the front ends show of branches, built once from the presenters' records.
+
+The web explorer's pages and the notebook widget render these models; neither asks a
+presenter, reads state or diffs on its own, so the two always tell the same story: a
+branch as its steps and conversation (:func:`branch_story`), one step as the state as
+of it and what it changed with the bookkeeping set apart (:func:`step_detail`), two
+attempts side by side (:func:`compare_stories`), and the attempts of a database with
+their outcomes (:func:`attempts`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from . import presenters
+from .diff import Change, Point
+from .events import EventLogDiff, diff_event_logs
+from .models import Branch
+from .presenters import STEPS_PAGE, Presenter, Step, StepPage, Summary, Transcript
+
+if TYPE_CHECKING:
+    from .database import Database
+
+#: Steps a comparison reads of each side, at most, to find the first that differs.
+COMPARE_STEPS = 2000
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    """One row of a step's diff: the change, what a person calls its key, and whether
+    the presenter counts it as bookkeeping (hidden until asked for)."""
+
+    change: Change
+    label: str
+    hidden: bool
+
+
+@dataclass(frozen=True)
+class StepDetail:
+    """One step opened: the state as of it (decoded and named as people read it, and as
+    stored), and its diff from the step before (from the branch's start for its first)."""
+
+    branch: str
+    presenter: str
+    step: Step
+    previous: Step | None
+    state: dict[str, Any]
+    stored: dict[str, Any]
+    rows: tuple[DiffRow, ...]
+
+    @property
+    def visible(self) -> tuple[DiffRow, ...]:
+        return tuple(row for row in self.rows if not row.hidden)
+
+    @property
+    def hidden_count(self) -> int:
+        return sum(row.hidden for row in self.rows)
+
+
+@dataclass(frozen=True)
+class BranchStory:
+    """A branch as its presenter tells it: the summary, one page of steps, and (for a
+    conversation) one page of its transcript."""
+
+    branch: Branch
+    summary: Summary
+    steps: StepPage
+    transcript: Transcript | None
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """An overview row: a branch, what it is and how it ended."""
+
+    branch: Branch
+    summary: Summary
+
+
+@dataclass(frozen=True)
+class StoryComparison:
+    """Two attempts side by side: their summaries (outcomes), the point their histories
+    share, and from there the steps each took. Steps after that point that did the same
+    thing (same nodes, writes and messages, at other versions) count as shared too, so
+    ``first_a``/``first_b`` are the first steps where each went its own way; the event
+    logs are compared by content."""
+
+    a: Summary
+    b: Summary
+    shared: Point
+    """The newest point both histories contain (``db.common_point``)."""
+    same_after: int
+    """Steps after ``shared`` that both sides took alike, before they part."""
+    first_a: Step | None
+    first_b: Step | None
+    events: EventLogDiff
+    compared_all: bool
+    """False when a side took more than ``COMPARE_STEPS`` steps after ``shared`` (only
+    the oldest that many were compared)."""
+
+
+def presenter_of(db: Database, branch: str) -> Presenter:
+    """The presenter of a live branch (a ``not_found`` error names a missing one)."""
+    return presenters.presenter_for(db.branches.get(branch))
+
+
+def attempts(db: Database, *, include_internal: bool = False) -> list[Attempt]:
+    """Every live branch with its summary; integrations' bookkeeping branches and an
+    empty ``default`` are left out unless ``include_internal``."""
+    found = []
+    with db.read():
+        for branch in db.branches.list():
+            summary = presenters.presenter_for(branch).summary(db, branch)
+            if include_internal or not summary.internal:
+                found.append(Attempt(branch, summary))
+    return found
+
+
+def branch_story(
+    db: Database,
+    branch: str,
+    *,
+    before: int | None = None,
+    limit: int = STEPS_PAGE,
+    transcript_before: int | None = None,
+) -> BranchStory:
+    """``branch``'s summary, the steps older than version ``before`` (None: the newest
+    page) and its transcript's newest page before position ``transcript_before``."""
+    with db.read():
+        record = db.branches.get(branch)
+        presenter = presenters.presenter_for(record)
+        return BranchStory(
+            record,
+            presenter.summary(db, record),
+            presenter.steps(db, branch, before=before, limit=limit),
+            presenter.transcript(db, branch, before=transcript_before, limit=limit),
+        )
+
+
+def step_detail(db: Database, branch: str, version: int) -> StepDetail:
+    """The step of ``branch`` at ``version`` (``not_found.step`` if none is there)."""
+    with db.read():
+        presenter = presenter_of(db, branch)
+        step = presenter.step(db, branch, version)
+        page = presenter.steps(db, branch, before=step.version, limit=1)
+        previous = page.steps[-1] if page.steps else None
+        if previous is not None:
+            start = (previous.branch, previous.version)
+        else:  # the first step: from the start of the history that holds it
+            start = (step.branch, db.branches.get(step.branch).forked_at)
+        diff = db.diff(start[0], step.branch, as_of_a=start[1], as_of_b=step.version, readable=True)
+        rows = tuple(
+            DiffRow(
+                change, presenter.key_label(change.primitive, change.key), presenter.hidden(change)
+            )
+            for change in diff.changes
+        )
+        snapshot = db.at(step.branch).snapshot(as_of=step.version)
+        return StepDetail(
+            branch,
+            presenter.name,
+            step,
+            previous,
+            presenter.state(db, step),
+            {space: snapshot[space] for space in ("kv", "json", "state")},
+            rows,
+        )
+
+
+def compare_stories(
+    db: Database, a: tuple[str, int | None], b: tuple[str, int | None]
+) -> StoryComparison:
+    """Two points (branch, version; None for its head) as two attempts."""
+    with db.read():
+        shared = db.common_point(a[0], b[0], as_of_a=a[1], as_of_b=b[1])
+        sides = []
+        complete = True
+        for branch, version in (a, b):
+            record = db.branches.get(branch)
+            presenter = presenters.presenter_for(record)
+            steps, whole = _steps_after(db, presenter, branch, version, shared.version)
+            complete = complete and whole
+            sides.append((presenter.summary(db, record), steps))
+        (summary_a, steps_a), (summary_b, steps_b) = sides
+        same = 0
+        for left, right in zip(steps_a, steps_b, strict=False):
+            if _signature(left) != _signature(right):
+                break
+            same += 1
+        log_a = db.at(a[0]).events.list(as_of=a[1])
+        log_b = db.at(b[0]).events.list(as_of=b[1])
+        return StoryComparison(
+            summary_a,
+            summary_b,
+            shared,
+            same,
+            steps_a[same] if same < len(steps_a) else None,
+            steps_b[same] if same < len(steps_b) else None,
+            diff_event_logs(log_a, log_b),
+            complete,
+        )
+
+
+def _steps_after(
+    db: Database, presenter: Presenter, branch: str, version: int | None, after: int
+) -> tuple[list[Step], bool]:
+    """The steps of ``branch`` up to ``version`` newer than version ``after``, oldest
+    first (at most ``COMPARE_STEPS``: the oldest ones), and whether that is all."""
+    pages: list[tuple[Step, ...]] = []
+    before = None if version is None else version + 1
+    read, reached = 0, False
+    while not reached and read < 2 * COMPARE_STEPS:
+        page = presenter.steps(db, branch, before=before, limit=STEPS_PAGE)
+        newer = tuple(step for step in page.steps if step.version > after)
+        pages.append(newer)
+        read += len(newer)
+        reached = len(newer) < len(page.steps) or page.older is None
+        before = page.older
+    steps = [step for page_steps in reversed(pages) for step in page_steps]
+    return steps[:COMPARE_STEPS], reached and len(steps) <= COMPARE_STEPS
+
+
+def _signature(step: Step) -> tuple[Any, ...]:
+    """What a step did, for telling where two attempts part."""
+    return (
+        step.label,
+        step.source,
+        step.nodes,
+        step.writes,
+        tuple(
+            (
+                message.role,
+                message.text,
+                tuple((c.name, str(c.arguments)) for c in message.tool_calls),
+            )
+            for message in step.messages
+        ),
+    )
