@@ -123,28 +123,6 @@ class _Primitives:
             return versions
         return versions[max(len(versions) - limit, 0) :]  # the extra one read is the base
 
-    def commits(self, *, before: int | None = None, limit: int | None = None) -> list[Commit]:
-        """The commits this branch's state is made of, newest first: its own, then its
-        ancestors' up to each fork point (``Commit.branch`` says whose); ``before``:
-        only versions older than it (a paged list's cursor)."""
-        engine = self._db._engine
-        with engine.conn.lock, engine.conn.snapshot():
-            record = engine.branch(self.branch)
-            return lineage_commits(engine, record, before=before, limit=limit)
-
-    def commit_count(self, *, before: int | None = None) -> int:
-        """How many commits ``commits(before=before)`` would list."""
-        engine = self._db._engine
-        with engine.conn.lock, engine.conn.snapshot():
-            return lineage_commit_count(engine, engine.branch(self.branch), before=before)
-
-    def written(self, version: int) -> Written:
-        """What this branch itself wrote at ``version``: the keys (``(space, key)``) and
-        the events (empty when the version is another branch's)."""
-        engine = self._db._engine
-        with engine.conn.lock, engine.conn.snapshot():
-            return written_at(engine, engine.branch(self.branch), version)
-
     def restore(
         self,
         snapshot: Mapping[str, Any],
@@ -181,6 +159,28 @@ class BranchView(_Primitives):
             as_of_b=to_version,
             readable=readable,
         )
+
+    def commits(self, *, before: int | None = None, limit: int | None = None) -> list[Commit]:
+        """The commits this branch's state is made of, newest first: its own, then its
+        ancestors' up to each fork point (``Commit.branch`` says whose); ``before``:
+        only versions older than it (a paged list's cursor)."""
+        engine = self._db._engine
+        with engine.conn.lock, engine.conn.snapshot():
+            record = engine.branch(self.branch)
+            return lineage_commits(engine, record, before=before, limit=limit)
+
+    def commit_count(self, *, before: int | None = None) -> int:
+        """How many commits ``commits(before=before)`` would list."""
+        engine = self._db._engine
+        with engine.conn.lock, engine.conn.snapshot():
+            return lineage_commit_count(engine, engine.branch(self.branch), before=before)
+
+    def written(self, version: int) -> Written:
+        """What this branch itself wrote at ``version``: the keys (``(space, key)``) and
+        the events (empty when the version is another branch's)."""
+        engine = self._db._engine
+        with engine.conn.lock, engine.conn.snapshot():
+            return written_at(engine, engine.branch(self.branch), version)
 
     def __repr__(self) -> str:
         return f"<BranchView {self.branch!r} of {self._db.path}>"
