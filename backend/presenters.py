@@ -19,6 +19,7 @@ constructs objects, and the front ends escape everything it returns.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import threading
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -28,7 +29,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
-from ._values import dumps
+from ._engine import check_count
+from ._values import dumps, jsonable
 from .errors import InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
@@ -247,7 +249,7 @@ class Presenter:
         view = db.at(branch)
         with db.read():
             info = view.info()
-            found = view.commits(before=version + 1, limit=1)
+            found = view.commits(before=check_count(version, "version") + 1, limit=1)
             if not found or found[0].version != version:
                 raise StepNotFound(branch, version)
             number = view.commit_count(before=version)
@@ -273,6 +275,23 @@ class Presenter:
             writes=keys + tuple(types),
             events=tuple(event.sequence for event in written.events),
         )
+
+    def fingerprint(self, db: Database, step: Step) -> str:
+        """What ``step`` did, as a digest that is equal for two steps that did the same
+        thing at other versions or on other branches (comparisons use it to find where
+        two attempts part): here, the values it wrote and the events it appended."""
+        view = db.at(step.branch)
+        written = view.written(step.version)
+        spaces = {"kv": view.kv, "json": view.json, "state": view.state}
+        digest = hashlib.sha256()
+        missing = object()
+        for space, key in written.keys:
+            value = spaces[space].get(key, default=missing, as_of=step.version)
+            shown = "<deleted>" if value is missing else value
+            digest.update(dumps([space, key, jsonable(shown)]))
+        for event in written.events:
+            digest.update(dumps([event.event_type, jsonable(event.payload)]))
+        return digest.hexdigest()
 
     # -- state -------------------------------------------------------------------
 

@@ -81,7 +81,7 @@ class Attempt:
 class StoryComparison:
     """Two attempts side by side: their summaries (outcomes), the point their histories
     share, and from there the steps each took. Steps after that point that did the same
-    thing (same nodes, writes and messages, at other versions) count as shared too, so
+    thing (the same ``Presenter.fingerprint``, at other versions) count as shared too, so
     ``first_a``/``first_b`` are the first steps where each went its own way; the event
     logs are compared by content."""
 
@@ -180,11 +180,11 @@ def compare_stories(
             presenter = presenters.presenter_for(record)
             steps, whole = _steps_after(db, presenter, branch, version, shared.version)
             complete = complete and whole
-            sides.append((presenter.summary(db, record), steps))
-        (summary_a, steps_a), (summary_b, steps_b) = sides
+            sides.append((presenter, presenter.summary(db, record), steps))
+        (presenter_a, summary_a, steps_a), (presenter_b, summary_b, steps_b) = sides
         same = 0
         for left, right in zip(steps_a, steps_b, strict=False):
-            if _signature(left) != _signature(right):
+            if presenter_a.fingerprint(db, left) != presenter_b.fingerprint(db, right):
                 break
             same += 1
         log_a = db.at(a[0]).events.list(as_of=a[1])
@@ -218,21 +218,3 @@ def _steps_after(
         before = page.older
     steps = [step for page_steps in reversed(pages) for step in page_steps]
     return steps[:COMPARE_STEPS], reached and len(steps) <= COMPARE_STEPS
-
-
-def _signature(step: Step) -> tuple[Any, ...]:
-    """What a step did, for telling where two attempts part."""
-    return (
-        step.label,
-        step.source,
-        step.nodes,
-        step.writes,
-        tuple(
-            (
-                message.role,
-                message.text,
-                tuple((c.name, str(c.arguments)) for c in message.tool_calls),
-            )
-            for message in step.messages
-        ),
-    )

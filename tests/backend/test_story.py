@@ -1,0 +1,110 @@
+"""``rewinddb.story``: the models the web explorer and the notebook widget both render."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import rewinddb
+from rewinddb import presenters, story
+from rewinddb.presenters import Presenter
+
+
+def attempts(db: rewinddb.Database) -> None:
+    """Two attempts from one start; both read the portfolio first (at other versions)."""
+    db.json.set("portfolio", "$", {"stocks": 60, "bonds": 40})  # 1
+    for name, stocks, score in (("run-1", 20, 90), ("run-3", 90, 45)):
+        db.branches.fork("default", name)
+        run = db.at(name)
+        run.events.append("tool.call", {"tool": "read", "key": "portfolio"})
+        run.json.set("portfolio", "$.stocks", stocks)
+        run.events.append("run.end", {"score": score})
+
+
+def test_attempts_leave_out_an_empty_default_unless_asked(db: rewinddb.Database) -> None:
+    db.branches.fork("default", "run")
+    db.at("run").events.append("run.end", {"answer": "done"})
+    assert [a.branch.name for a in story.attempts(db)] == ["run"]
+    assert [a.branch.name for a in story.attempts(db, include_internal=True)] == ["default", "run"]
+    assert story.attempts(db)[0].summary.outcome == "done"
+
+
+def test_a_step_opens_with_its_diff_from_the_step_before(db: rewinddb.Database) -> None:
+    attempts(db)
+    tale = story.branch_story(db, "run-1")
+    assert tale.summary.status == "finished" and tale.transcript is None
+    labels = [step.label for step in tale.steps.steps]
+    assert labels == ["wrote portfolio", "tool.call", "wrote portfolio", "run.end"]
+    third = tale.steps.steps[2]
+    detail = story.step_detail(db, "run-1", third.version)
+    assert detail.previous == tale.steps.steps[1] and detail.presenter == "generic"
+    assert [(r.change.key, r.change.path, r.change.old, r.change.new) for r in detail.rows] == [
+        ("portfolio", "$.stocks", 60, 20)
+    ]
+    assert detail.visible == detail.rows and detail.hidden_count == 0
+    assert detail.state == {"json:portfolio": {"stocks": 20, "bonds": 40}}
+    assert detail.stored["json"] == {"portfolio": {"stocks": 20, "bonds": 40}}
+    first = story.step_detail(db, "run-1", tale.steps.steps[0].version)  # inherited
+    assert first.previous is None and first.step.inherited
+    assert [r.change.kind for r in first.rows] == ["added"]
+
+
+def test_two_attempts_that_began_alike_share_their_first_steps(db: rewinddb.Database) -> None:
+    attempts(db)
+    compared = story.compare_stories(db, ("run-1", None), ("run-3", None))
+    assert compared.shared == rewinddb.Point("default", 1)
+    assert compared.same_after == 1  # both read the portfolio first
+    assert compared.first_a is not None and compared.first_b is not None
+    assert compared.first_a.label == compared.first_b.label == "wrote portfolio"
+    assert compared.events.common_prefix == 1
+    assert (compared.a.outcome, compared.b.outcome) == ('{"score":90}', '{"score":45}')
+    assert compared.compared_all
+    same = story.compare_stories(db, ("run-1", None), ("run-1", None))
+    assert (same.first_a, same.first_b) == (None, None)
+
+
+class Bookkeeping(Presenter):
+    """Counts the ``seen`` key as bookkeeping."""
+
+    name = "bookkeeping"
+
+    def claims(self, branch: rewinddb.Branch) -> bool:
+        return branch.name == "kept"
+
+    def hidden(self, change: Any) -> bool:
+        return presenters.hidden_by_patterns(change, ["kv:seen:*"])
+
+    def key_label(self, primitive: str, key: str) -> str:
+        return key.upper()
+
+
+def test_a_presenter_decides_what_is_bookkeeping(db: rewinddb.Database) -> None:
+    registered = presenters.register(Bookkeeping())
+    try:
+        db.branches.fork("default", "kept")
+        kept = db.at("kept")
+        with kept.transaction():
+            kept.kv.put("answer", 42)
+            kept.kv.put("seen", {"a": 1})
+        detail = story.step_detail(db, "kept", db.branches.get("kept").head)
+        assert [(r.label, r.hidden) for r in detail.rows] == [("ANSWER", False), ("SEEN", True)]
+        assert detail.hidden_count == 1 and len(detail.visible) == 1
+    finally:
+        presenters.unregister(registered)
+
+
+def test_bad_points_are_rewind_errors(db: rewinddb.Database) -> None:
+    attempts(db)
+    with pytest.raises(rewinddb.BranchNotFound):
+        story.branch_story(db, "nope")
+    with pytest.raises(rewinddb.BranchNotFound):
+        story.step_detail(db, "nope", 1)
+    with pytest.raises(presenters.StepNotFound):
+        story.step_detail(db, "run-1", 10_000)
+    with pytest.raises(rewinddb.InvalidInputError):
+        story.step_detail(db, "run-1", -1)
+    with pytest.raises(rewinddb.BranchNotFound):
+        story.compare_stories(db, ("run-1", None), ("nope", None))
+    with pytest.raises(rewinddb.RewindError):
+        story.compare_stories(db, ("run-1", 10_000), ("run-3", None))
