@@ -2,32 +2,50 @@
 
 Agent state is untrusted text: every value goes through ``html.escape`` before it reaches
 the page, and long values are shortened (with their full length shown). Styles are
-inline so the output looks the same in JupyterLab, classic Notebook and VS Code.
+inline so the output looks the same in JupyterLab, classic Notebook and VS Code; long
+values wrap (at word boundaries first) instead of widening their column.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from html import escape
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from ._values import dumps
 from .presenters import readable
 
 if TYPE_CHECKING:
     from .database import BranchView, Database
-    from .diff import Diff
+    from .diff import Change, Diff
     from .models import Event
 
 #: Values longer than this (as JSON text) are shortened in HTML.
 MAX_VALUE_CHARS = 500
+#: Characters of stored JSON shown as raw text before it is cut.
+MAX_RAW_CHARS = 50_000
 
 _KIND_STYLE = {
     "added": ("+", "#e6ffed", "#22863a"),
     "removed": ("-", "#ffeef0", "#b31d28"),
     "changed": ("~", "#fff8c5", "#735c0f"),
 }
-_TABLE = "border-collapse:collapse;font-family:monospace;font-size:12px"
-_CELL = "padding:2px 8px;border-bottom:1px solid #eee;text-align:left;vertical-align:top"
+#: Wrap long text where it must, at spaces when it can, so a column never overflows.
+WRAP = "overflow-wrap:anywhere;word-break:normal;white-space:pre-wrap"
+_TABLE = "border-collapse:collapse;font-family:monospace;font-size:12px;max-width:100%"
+_CELL = (
+    "padding:2px 8px;border-bottom:1px solid #eee;text-align:left;vertical-align:top;"
+    "overflow-wrap:anywhere;word-break:normal"
+)
+#: The key and path columns of a diff: narrow, so the values keep most of the room.
+_NAME_CELL = f"{_CELL};max-width:16em"
+
+
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """``"1 key"``, ``"2 keys"``: ``count`` and the word in the number it needs."""
+    return f"{count:,} {word if count == 1 else (words or word + 's')}"
 
 
 def value_text(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
@@ -40,21 +58,22 @@ def value_text(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
     return escape(text)
 
 
-def value_tree(value: Any, label: str = "", *, open_levels: int = 1) -> str:
+def value_tree(value: Any, label: str = "", *, open_levels: int = 1, decode: bool = True) -> str:
     """A collapsible tree (``<details>``) for objects and arrays, text for the rest; serde
-    encodings in a stored value are decoded once, here (``readable``)."""
-    return _tree(readable(value), label, open_levels)
+    encodings in a stored value are decoded once, here (``readable``), unless ``decode``
+    is False (for a value that was decoded already, or to show it as stored)."""
+    return _tree(readable(value) if decode else value, label, open_levels)
 
 
 def _tree(value: Any, label: str, open_levels: int) -> str:
     name = f"<b>{escape(label)}</b>: " if label else ""
     if isinstance(value, dict) and value:
         children = "".join(_tree(v, str(k), open_levels - 1) for k, v in value.items())
-        return _details(f"{name}{{{len(value)} keys}}", children, open_levels > 0)
+        return _details(f"{name}{{{plural(len(value), 'key')}}}", children, open_levels > 0)
     if isinstance(value, list) and value:
         children = "".join(_tree(v, f"[{i}]", open_levels - 1) for i, v in enumerate(value))
-        return _details(f"{name}[{len(value)} items]", children, open_levels > 0)
-    return f'<div style="margin-left:1em">{name}<code>{value_text(value)}</code></div>'
+        return _details(f"{name}[{plural(len(value), 'item')}]", children, open_levels > 0)
+    return f'<div style="margin-left:1em;{WRAP}">{name}<code>{value_text(value)}</code></div>'
 
 
 def _details(summary: str, body: str, is_open: bool) -> str:
@@ -70,9 +89,8 @@ def state_html(snapshot: dict[str, Any]) -> str:
     for space in ("kv", "json", "state"):
         values = snapshot.get(space, {})
         body = "".join(value_tree(v, k, open_levels=1) for k, v in values.items())
-        parts.append(
-            _details(f"<b>{space}</b> ({len(values)} keys)", body or "<i>empty</i>", bool(values))
-        )
+        title = f"<b>{space}</b> ({plural(len(values), 'key')})"
+        parts.append(_details(title, body or "<i>empty</i>", bool(values)))
     return "".join(parts)
 
 
@@ -80,27 +98,52 @@ def diff_html(diff: Diff) -> str:
     """A diff as a colored table: + added, - removed, ~ changed (old -> new)."""
     counts = diff.counts()
     head = (
-        f"<div><b>{escape(str(diff.a))}</b> &rarr; <b>{escape(str(diff.b))}</b>: "
-        f"{counts['added']} added, {counts['removed']} removed, "
+        f'<div style="{WRAP}"><b>{escape(str(diff.a))}</b> &rarr; '
+        f"<b>{escape(str(diff.b))}</b>: {counts['added']} added, {counts['removed']} removed, "
         f"{counts['changed']} changed</div>"
     )
     if not diff.changes:
         return head + "<div><i>no changes</i></div>"
-    rows = []
-    for change in diff.changes:
+    return head + changes_table((change, change.key, False) for change in diff.changes)
+
+
+def changes_table(rows: Iterable[tuple[Change, str, bool]]) -> str:
+    """Diff rows ``(change, what to call its key, muted)`` as a colored table (+ added,
+    - removed, ~ changed old -> new); muted rows (bookkeeping) are greyed."""
+    cells = []
+    for change, label, muted in rows:
         mark, background, color = _KIND_STYLE[change.kind]
         if change.kind == "changed":
             values = f"{value_text(change.old)} &rarr; {value_text(change.new)}"
         else:
             values = value_text(change.new if change.kind == "added" else change.old)
-        rows.append(
-            f'<tr style="background:{background};color:{color}">'
+        style = f"background:{background};color:{color}" + (";opacity:0.55" if muted else "")
+        cells.append(
+            f'<tr style="{style}">'
             f'<td style="{_CELL}">{mark}</td><td style="{_CELL}">{escape(change.primitive)}</td>'
-            f'<td style="{_CELL}">{escape(change.key)}</td>'
-            f'<td style="{_CELL}">{escape(change.path)}</td>'
+            f'<td style="{_NAME_CELL}">{escape(label)}</td>'
+            f'<td style="{_NAME_CELL}">{escape(change.path)}</td>'
             f'<td style="{_CELL}">{values}</td></tr>'
         )
-    return f'{head}<table style="{_TABLE}">{"".join(rows)}</table>'
+    return f'<table style="{_TABLE}">{"".join(cells)}</table>'
+
+
+def json_html(value: Any, limit: int = MAX_RAW_CHARS) -> str:
+    """``value`` as indented JSON text (bytes as their length), escaped and wrapped,
+    cut past ``limit`` characters: stored data shown exactly as stored."""
+    text = orjson.dumps(value, default=_bytes_text, option=orjson.OPT_INDENT_2).decode()
+    if len(text) > limit:
+        text = f"{text[:limit]}\n… ({len(text):,} characters in all)"
+    return (
+        f'<pre style="{WRAP};font-size:12px;margin:0;max-height:40em;overflow:auto">'
+        f"{escape(text)}</pre>"
+    )
+
+
+def _bytes_text(value: Any) -> str:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return f"<{len(value)} bytes>"
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def event_html(event: Event) -> str:
@@ -144,5 +187,5 @@ def view_html(view: BranchView) -> str:
     )
     return (
         f"<div>branch <b>{escape(info.name)}</b>{parent}; head version {info.head}, "
-        f"{len(view.events)} events</div>{state_html(view.snapshot())}"
+        f"{plural(len(view.events), 'event')}</div>{state_html(view.snapshot())}"
     )

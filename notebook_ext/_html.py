@@ -1,0 +1,299 @@
+"""HTML of the story models (``rewinddb.story``) for the explorer widget's panels.
+
+The widget renders what the web explorer renders: a branch's summary, its conversation
+(messages by role, tool calls as cards with their results, interrupts as approval
+cards), its steps, one step opened (its diff with the bookkeeping set apart, the state
+as of it) and two attempts compared. Everything shown is agent state, so every text
+goes through ``html.escape``; values are decoded already (the story models do that),
+so they are rendered as they are, never decoded again. Long text wraps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from html import escape
+from typing import Any
+
+from rewinddb import rendering
+from rewinddb.presenters import Fork, Interrupt, Message, Step, Summary, ToolCall, Transcript
+from rewinddb.rendering import WRAP, plural, value_text
+from rewinddb.story import StepDetail, StoryComparison
+
+_MUTED = "color:#666"
+_CARD = f"border:1px solid #ddd;border-radius:6px;padding:4px 8px;margin:4px 0;{WRAP}"
+_STATUS_COLOR = {
+    "finished": "#22863a",
+    "interrupted": "#b08800",
+    "failed": "#b31d28",
+    "open": "#0366d6",
+    "empty": "#666",
+}
+_ROLE_STYLE = {
+    "human": ("#0366d6", "#f1f8ff"),
+    "ai": ("#22863a", "#f0fff4"),
+    "tool": ("#6f42c1", "#f8f5ff"),
+    "system": ("#666", "#f6f8fa"),
+}
+
+
+def message(text: str, *, error: bool = False) -> str:
+    """A line of text for the widget (red for a problem)."""
+    color = "#b31d28" if error else "#555"
+    return f'<div style="color:{color};{WRAP}">{escape(text)}</div>'
+
+
+def _text(value: Any) -> str:
+    """A string as escaped text; anything else as escaped JSON."""
+    return escape(value) if isinstance(value, str) else value_text(value)
+
+
+def _badge(text: str, color: str) -> str:
+    return (
+        f'<span style="border:1px solid {color};color:{color};border-radius:8px;'
+        f'padding:0 6px;font-size:11px">{escape(text)}</span>'
+    )
+
+
+# -- the branch ---------------------------------------------------------------------
+
+
+def summary_html(summary: Summary) -> str:
+    """What the branch is and how it ended: kind, status, outcome, where it came from."""
+    status = summary.status
+    if status == "interrupted" and summary.waiting_on:
+        status = f"interrupted, waiting on {summary.waiting_on}"
+    parts = [
+        f"<b>{escape(summary.title)}</b>",
+        _badge(summary.kind, "#555"),
+        _badge(status, _STATUS_COLOR.get(summary.status, "#555")),
+    ]
+    if summary.internal:
+        parts.append(_badge("internal", "#999"))
+    if summary.title != summary.branch:
+        parts.append(f'<code style="{_MUTED}">{escape(summary.branch)}</code>')
+    lines = [" ".join(parts)]
+    if summary.fork is not None:
+        lines.append(f'<div style="{_MUTED}">&#8627; {escape(summary.fork.label)}</div>')
+    if summary.outcome is not None:
+        lines.append(f"<div><b>outcome</b>: {escape(summary.outcome)}</div>")
+    return f'<div style="{WRAP}">{"".join(f"<div>{line}</div>" for line in lines)}</div>'
+
+
+# -- the conversation ---------------------------------------------------------------
+
+
+def tool_call_html(call: ToolCall) -> str:
+    """A tool call as a card: the tool, its arguments and, once it answered, the result."""
+    result = (
+        f'<div><span style="{_MUTED}">result</span> {escape(call.result)}</div>'
+        if call.result is not None
+        else f'<div style="{_MUTED}"><i>no result yet</i></div>'
+    )
+    ident = f' <span style="{_MUTED}">{escape(call.id)}</span>' if call.id else ""
+    return (
+        f'<div style="{_CARD};background:#fff" data-kind="tool-call">'
+        f"&#128295; <b>{escape(call.name)}</b>{ident}"
+        f'<div><code style="{WRAP}">{value_text(call.arguments)}</code></div>{result}</div>'
+    )
+
+
+def interrupt_html(interrupt: Interrupt) -> str:
+    """An interrupt as an approval card: the question, who asked, the answer (or none yet)."""
+    asked = f' <span style="{_MUTED}">asked by {escape(interrupt.node)}</span>' * bool(
+        interrupt.node
+    )
+    answer = (
+        f"<div><b>answer</b>: {_text(interrupt.resume)}</div>"
+        if interrupt.resumed
+        else '<div style="color:#b08800"><i>waiting for an answer</i></div>'
+    )
+    return (
+        f'<div style="{_CARD};border-color:#b08800;background:#fffbdd" data-kind="approval">'
+        f"&#9995; <b>approval</b>{asked}<div>{_text(interrupt.question)}</div>{answer}</div>"
+    )
+
+
+def message_html(item: Message) -> str:
+    """One message: its role, its text, and the tool calls it asked for as cards."""
+    color, background = _ROLE_STYLE.get(item.role, ("#555", "#fff"))
+    who = escape(item.role) + (f" &middot; {escape(item.name)}" if item.name else "")
+    if item.tool_call_id:
+        who += f' <span style="{_MUTED}">answers {escape(item.tool_call_id)}</span>'
+    text = f"<div>{escape(item.text)}</div>" if item.text else ""
+    calls = "".join(tool_call_html(call) for call in item.tool_calls)
+    return (
+        f'<div style="border-left:3px solid {color};background:{background};'
+        f'padding:4px 8px;margin:4px 0;{WRAP}" data-role="{escape(item.role)}">'
+        f'<div style="color:{color};font-size:11px"><b>{who}</b></div>{text}{calls}</div>'
+    )
+
+
+def chat_html(messages: Iterable[Message], interrupts: Iterable[Interrupt] = ()) -> str:
+    """Messages in order, tool messages whose call is shown (with its result) left out,
+    and each interrupt after the last message of the step that asked, or at the end."""
+    shown = list(messages)
+    answered = {
+        call.id for item in shown for call in item.tool_calls if call.id and call.result is not None
+    }
+    pending = sorted(interrupts, key=lambda i: (i.step is None, i.step or 0))
+    parts = []
+    for item in shown:
+        while pending and pending[0].step is not None and item.step is not None:
+            if pending[0].step >= item.step:
+                break
+            parts.append(interrupt_html(pending.pop(0)))
+        if item.role == "tool" and item.tool_call_id in answered:
+            continue
+        parts.append(message_html(item))
+    parts += [interrupt_html(interrupt) for interrupt in pending]
+    return "".join(parts)
+
+
+def transcript_html(transcript: Transcript | None) -> str:
+    """A branch's conversation page, or a line saying it has none."""
+    if transcript is None:
+        return message("This branch holds no conversation: its story is its steps.")
+    if not transcript.messages and not transcript.interrupts:
+        return message("No messages yet.")
+    end = transcript.start + len(transcript.messages)
+    head = message(
+        f"messages {transcript.start + 1 if transcript.messages else 0}-{end} "
+        f"of {transcript.total:,}"
+    )
+    return head + chat_html(transcript.messages, transcript.interrupts)
+
+
+# -- steps --------------------------------------------------------------------------
+
+
+def step_name(step: Step) -> str:
+    """One line of plain text naming a step (for the step list; no HTML)."""
+    parts = [f"{step.number}. {step.label}"]
+    if step.source:
+        parts.append(f"[{step.source}]")
+    if step.messages:
+        parts.append(f"+{plural(len(step.messages), 'message')}")
+    if step.interrupts:
+        parts.append("approval")
+    if step.inherited:
+        parts.append(f"(from {step.branch})")
+    return " ".join(parts)
+
+
+def step_heading(step: Step, fork: Fork | None = None) -> str:
+    """A step's heading: number, label, source, nodes, writes, and where it was written."""
+    facts = [f"version {step.version}", escape(step.timestamp.isoformat(timespec="seconds"))]
+    if step.source:
+        facts.append(f"source {escape(step.source)}")
+    if step.nodes:
+        facts.append("ran " + escape(", ".join(step.nodes)))
+    if step.id:
+        facts.append(f"id <code>{escape(step.id)}</code>")
+    lines = [
+        f"<b>step {step.number}</b>: {escape(step.label)}",
+        f'<span style="{_MUTED}">{"; ".join(facts)}</span>',
+    ]
+    if step.writes:
+        lines.append(f'<span style="{_MUTED}">wrote {escape(", ".join(step.writes))}</span>')
+    if step.inherited:
+        lines.append(
+            f'<span style="color:#735c0f">inherited: written on <b>{escape(step.branch)}</b> '
+            "before this branch forked</span>"
+        )
+    if fork is not None and fork.step == step.version:
+        lines.append(f'<span style="color:#735c0f">&#9670; fork point: {escape(fork.label)}</span>')
+    return f'<div style="{WRAP}">{"<br>".join(lines)}</div>'
+
+
+def detail_html(detail: StepDetail, *, show_hidden: bool, fork: Fork | None = None) -> str:
+    """A step opened: heading, the messages and approvals it added, its diff from the
+    step before (bookkeeping rows only when ``show_hidden``)."""
+    step = detail.step
+    added = chat_html(step.messages, step.interrupts)
+    since = (
+        f"step {detail.previous.number}" if detail.previous is not None else "the branch's start"
+    )
+    rows = detail.rows if show_hidden else detail.visible
+    hidden = detail.hidden_count
+    note = ""
+    if hidden:
+        note = (
+            f' <span style="{_MUTED}">({plural(hidden, "bookkeeping row")} '
+            f"{'shown greyed' if show_hidden else 'hidden'})</span>"
+        )
+    if rows:
+        table = rendering.changes_table((row.change, row.label, row.hidden) for row in rows)
+    else:
+        table = "<div><i>no changes</i></div>" if not hidden else ""
+    return (
+        step_heading(step, fork)
+        + (f"<div><b>added</b></div>{added}" if added else "")
+        + f"<div><b>changed since {since}</b>: {plural(len(detail.rows), 'row')}{note}</div>"
+        + table
+    )
+
+
+def state_html(detail: StepDetail) -> str:
+    """The state as of a step, decoded and named as people read it."""
+    body = "".join(
+        rendering.value_tree(value, name, open_levels=1, decode=False)
+        for name, value in detail.state.items()
+    )
+    return f"<div><b>state as of step {detail.step.number}</b></div>" + (body or "<i>empty</i>")
+
+
+def raw_html(detail: StepDetail) -> str:
+    """The state as of a step exactly as stored (kv, json, state), as JSON text."""
+    return "<div><b>stored</b> (raw JSON)</div>" + rendering.json_html(detail.stored)
+
+
+# -- compare ------------------------------------------------------------------------
+
+
+def _side(title: str, summary: Summary, first: Step | None) -> str:
+    step = (
+        f"<div><b>first own step</b>: {escape(step_name(first))} "
+        f'<span style="{_MUTED}">(version {first.version})</span></div>'
+        if first is not None
+        else f'<div style="{_MUTED}">no steps of its own after the shared point</div>'
+    )
+    outcome = escape(summary.outcome) if summary.outcome is not None else "<i>none yet</i>"
+    return (
+        f'<div style="flex:1 1 18em;min-width:0;{_CARD}"><div><b>{escape(title)}</b> '
+        f"{_badge(summary.status, _STATUS_COLOR.get(summary.status, '#555'))}</div>"
+        f"<div><b>outcome</b>: {outcome}</div>{step}</div>"
+    )
+
+
+def comparison_html(comparison: StoryComparison, a: str, b: str) -> str:
+    """Two attempts compared: where they part (the first step and event that differ)
+    and both outcomes, side by side."""
+    shared = comparison.shared
+    alike = f", then {plural(comparison.same_after, 'step')} alike" if comparison.same_after else ""
+    lead = (
+        f"<div>They share history up to <b>{escape(shared.branch)}</b> at version "
+        f"{shared.version}{alike}.</div>"
+    )
+    if comparison.first_a is None and comparison.first_b is None:
+        lead += "<div><b>No step differs.</b></div>"
+    events = comparison.events
+    if events.identical:
+        lead += f"<div>Event logs: the same {plural(events.common_prefix, 'event')}.</div>"
+    else:
+        first = events.only_a[0] if events.only_a else events.only_b[0]
+        side = a if events.only_a else b
+        lead += (
+            f"<div>Event logs: {plural(events.common_prefix, 'event')} in common; "
+            f"the first that differs is <code>{escape(first.event_type)}</code> "
+            f"#{first.sequence} of {escape(side)} "
+            f"({len(events.only_a)} only in {escape(a)}, {len(events.only_b)} only in "
+            f"{escape(b)}).</div>"
+        )
+    if not comparison.compared_all:
+        lead += message("Only the oldest steps after the shared point were compared.")
+    return (
+        f'<div style="{WRAP}">{lead}</div><div style="display:flex;flex-wrap:wrap;gap:0.5em">'
+        + _side(a, comparison.a, comparison.first_a)
+        + _side(b, comparison.b, comparison.first_b)
+        + "</div>"
+    )
