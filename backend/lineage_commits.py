@@ -22,6 +22,19 @@ _OWN_VERSIONS = (
     "AND version <= ? UNION SELECT version FROM rewind_commits WHERE branch_id = ? "
     "AND merge_branch_id IS NOT NULL AND version > ? AND version <= ?"
 )
+#: The newest ``n`` of them: each source walks its (branch_id, version) index backwards
+#: and stops after ``n`` distinct versions, so a page costs what it shows.
+_NEWEST_VERSIONS = (
+    "SELECT version FROM ("
+    "SELECT * FROM (SELECT DISTINCT version FROM rewind_entries WHERE branch_id = ? "
+    "AND version > ? AND version <= ? ORDER BY version DESC LIMIT ?) a "
+    "UNION SELECT * FROM (SELECT version FROM rewind_events WHERE branch_id = ? "
+    "AND version > ? AND version <= ? GROUP BY version ORDER BY version DESC LIMIT ?) b "
+    "UNION SELECT * FROM (SELECT version FROM rewind_commits WHERE branch_id = ? "
+    "AND merge_branch_id IS NOT NULL AND version > ? AND version <= ? "
+    "ORDER BY version DESC LIMIT ?) c"
+    ") own ORDER BY version DESC LIMIT ?"
+)
 
 
 @dataclass(frozen=True)
@@ -54,11 +67,12 @@ def lineage_commits(
         check_count(limit, "limit")
     versions: list[int] = []
     for branch_id, low, high in _steps(engine, record, before):
-        sql = f"SELECT version FROM ({_OWN_VERSIONS}) own ORDER BY version DESC"
-        params: list[Any] = [branch_id, low, high] * 3
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(limit - len(versions))
+        if limit is None:
+            sql = f"SELECT version FROM ({_OWN_VERSIONS}) own ORDER BY version DESC"
+            params: list[Any] = [branch_id, low, high] * 3
+        else:
+            wanted = limit - len(versions)
+            sql, params = _NEWEST_VERSIONS, [branch_id, low, high, wanted] * 3 + [wanted]
         versions += [row[0] for row in engine.conn.fetchall(sql, params)]
         if limit is not None and len(versions) >= limit:
             break
@@ -112,9 +126,11 @@ def written_at(engine: Engine, record: BranchRecord, version: int) -> Written:
         (record.id, version),
     )
     events = engine.conn.fetchall(
-        f"SELECT {EVENT_COLUMNS} FROM rewind_events WHERE branch_id = ? AND version = ? "
-        "ORDER BY sequence",
-        (record.id, version),
+        # A range, not ``version = ?``: SQLite (3.40) would walk the branch's primary key
+        # for the equality, and seeks the (branch, version, sequence) index for this.
+        f"SELECT {EVENT_COLUMNS} FROM rewind_events WHERE branch_id = ? AND version > ? "
+        "AND version <= ? ORDER BY version, sequence",
+        (record.id, version - 1, version),
     )
     return Written(
         version,

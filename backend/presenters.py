@@ -230,14 +230,13 @@ class Presenter:
         the newest), oldest first; inherited steps are included, marked ``inherited``."""
         view = db.at(branch)
         with db.read():
-            info = view.info()
             commits = view.commits(before=before, limit=limit + 1)
             total = view.commit_count()
             page = commits[:limit]
             # A step's number is how many commits the branch sees before it.
             first = view.commit_count(before=page[-1].version) if page else 0
             steps = [
-                self._commit_step(db, info, commit, first + index)
+                self._commit_step(db, branch, commit, first + index)
                 for index, commit in enumerate(reversed(page))
             ]
             older = page[-1].version if len(commits) > limit else None
@@ -248,14 +247,13 @@ class Presenter:
         of its history was written at that version)."""
         view = db.at(branch)
         with db.read():
-            info = view.info()
             found = view.commits(before=check_count(version, "version") + 1, limit=1)
             if not found or found[0].version != version:
                 raise StepNotFound(branch, version)
             number = view.commit_count(before=version)
-            return self._commit_step(db, info, found[0], number)
+            return self._commit_step(db, branch, found[0], number)
 
-    def _commit_step(self, db: Database, info: Branch, commit: Commit, number: int) -> Step:
+    def _commit_step(self, db: Database, branch: str, commit: Commit, number: int) -> Step:
         written = db.at(commit.branch).written(commit.version)
         types = sorted({event.event_type for event in written.events})
         keys = tuple(f"{space}:{key}" for space, key in written.keys)
@@ -271,7 +269,7 @@ class Presenter:
             number=number,
             label=short(label),
             timestamp=commit.timestamp,
-            inherited=commit.branch != info.name,
+            inherited=commit.branch != branch,
             writes=keys + tuple(types),
             events=tuple(event.sequence for event in written.events),
         )
