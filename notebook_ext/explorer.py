@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 import rewinddb
 from rewinddb import rendering, story
 from rewinddb.plotting import graph_figure, points_trace
-from rewinddb.presenters import Fork
+from rewinddb.presenters import STEPS_PAGE, Fork
 
 from . import _html
 from ._graph import only_branches
@@ -328,7 +328,7 @@ class Explorer(widgets.VBox):
         if direction < 0:
             self._transcript_before = transcript.start
         else:
-            end = transcript.start + 2 * len(transcript.messages)
+            end = transcript.start + len(transcript.messages) + STEPS_PAGE
             self._transcript_before = end if end < transcript.total else None
         self._load_story(select_last=False)
 

@@ -13,7 +13,7 @@ import rewinddb
 from rewinddb import rendering
 from rewinddb.notebook import explore, show_diff
 
-from .conftest import click
+from .conftest import click, text
 
 HOSTILE = "<script>alert(1)</script>\"'><img src=x onerror=alert(2)>"
 
@@ -48,6 +48,7 @@ def test_switching_branches_and_the_graph(tutorial: Path) -> None:
     explorer = explore(tutorial)
     assert explorer.branch.options == ("default", "run-1", "run-2", "run-3")
     assert "4 branches, version 18" in explorer.title.value
+    assert "internal" not in explorer.title.value  # default has writes: it is listed
     dots = explorer.graph.data[-1]
     assert len(dots.x) == 3 + 3 * 5  # default: two writes, a merge; each run: 3 events, 2 writes
     explorer.branch.value = "run-3"
@@ -97,6 +98,7 @@ def test_bad_input_is_a_message_not_a_traceback(tmp_path: Path, tutorial: Path) 
     for path in (tmp_path / "not-a-db", tmp_path / "missing"):
         explorer = explore(path)
         assert "cannot open" in explorer.message.value
+        assert explorer.children == (explorer.title, explorer.message)  # no empty chart
     assert not (tmp_path / "missing").exists()
     explorer = explore(tutorial, branch="no-such-branch")
     assert "does not exist" in explorer.message.value
@@ -183,4 +185,125 @@ def test_a_langgraph_thread_reads_as_text(tmp_path: Path) -> None:
     assert "msgpack" not in panels
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in explorer.state_panel.value
     assert "<script>" not in panels
+    explorer.close()
+
+
+def test_a_plain_branchs_steps_are_its_commits(tutorial: Path) -> None:
+    explorer = explore(tutorial, branch="run-2")
+    assert explorer.tabs.selected_index == 1  # no conversation: the steps tab
+    assert "holds no conversation" in text(explorer.transcript_panel.value)
+    summary = text(explorer.summary_panel.value)
+    assert "run-2 attempt finished" in summary and "fork of default at version 7" in summary
+    assert 'outcome: {"score":80}' in summary
+    labels = [label for label, _ in explorer.steps.options]
+    assert labels == [
+        "0. wrote task (from default)",
+        "1. wrote portfolio (from default)",
+        "2. tool.call",
+        "3. tool.call",
+        "4. wrote portfolio",
+        "5. wrote score",
+        "6. run.end",
+    ]
+    assert explorer.steps_info.value == "7 steps"
+    assert "step 6: run.end" in text(explorer.step_panel.value)  # the newest, opened
+    with rewinddb.open(tutorial, readonly=True) as db:
+        portfolio = next(
+            version for label, version in explorer.steps.options if label == "4. wrote portfolio"
+        )
+        explorer.steps.value = portfolio
+        assert explorer.step_slider.value == 4
+        step = text(explorer.step_panel.value)
+        assert "step 4: wrote portfolio" in step and "changed since step 3: 2 rows" in step
+        assert "~ json portfolio $.bonds 40 → 50" in step
+        state = text(explorer.step_state_panel.value)
+        assert "state as of step 4" in state and 'kv:task: "reduce the portfolio\'s risk"' in state
+        assert "kv:score" not in state  # written by the step after
+        assert db.at("run-2").snapshot(as_of=portfolio)["json"]["portfolio"]["stocks"] == 50
+    assert explorer.show_hidden.disabled and explorer.show_hidden.description == "show 0 hidden"
+    assert explorer.raw_panel.value == ""
+    explorer.show_raw.value = True
+    assert '"stocks": 50' in text(explorer.raw_panel.value)
+    explorer.step_slider.value = 0
+    first = text(explorer.step_panel.value)
+    assert "inherited: written on default before this branch forked" in first
+    assert "changed since the branch's start" in first
+    explorer.close()
+
+
+def test_clicking_a_dot_opens_its_step(tutorial: Path) -> None:
+    explorer = explore(tutorial)
+    dots = explorer.graph.data[-1]
+    target = next(i for i, data in enumerate(dots.customdata) if tuple(data[:2]) == ("run-3", 2))
+    click(explorer.graph, len(explorer.graph.data) - 1, target)
+    assert explorer.branch.value == "run-3"
+    assert "run.end" in text(explorer.step_panel.value)
+    assert explorer.steps.value == dots.customdata[target][2]
+    explorer.close()
+
+
+def test_long_histories_page_their_steps(db: rewinddb.Database) -> None:
+    for n in range(120):
+        db.kv.put("n", n)
+    explorer = explore(db)
+    versions = [version for _, version in explorer.steps.options]
+    assert versions == list(range(71, 121)) and explorer.steps_info.value == (
+        "50 of 120 steps (the newest)"
+    )
+    assert explorer.newer_steps.disabled and not explorer.older_steps.disabled
+    explorer.page_steps(-1)
+    assert [v for _, v in explorer.steps.options] == list(range(21, 71))
+    assert explorer.steps.value == 70 and "step 69" in text(explorer.step_panel.value)
+    explorer.page_steps(-1)
+    assert [v for _, v in explorer.steps.options] == list(range(1, 21))
+    assert explorer.older_steps.disabled
+    explorer.page_steps(1)
+    explorer.page_steps(1)
+    assert [v for _, v in explorer.steps.options] == list(range(71, 121))
+    explorer.select_step(5)  # on another page: that page opens
+    assert explorer.steps.value == 5 and explorer.steps.options[0][1] == 1
+    assert "~ kv n $ 3 → 4" in text(explorer.step_panel.value)
+    explorer.close()
+
+
+def test_an_empty_default_is_hidden_unless_asked_for(db: rewinddb.Database) -> None:
+    db.branches.fork("default", "run")
+    db.at("run").events.append("run.end", {"answer": "done"})
+    explorer = explore(db)
+    assert explorer.branch.options == ("run",) and explorer.branch.value == "run"
+    assert "(1 internal hidden)" in explorer.title.value
+    assert list(explorer.graph.layout.yaxis.ticktext) == ["run"]
+    assert "outcome: done" in text(explorer.summary_panel.value)
+    explorer.all_branches.value = True
+    assert explorer.branch.options == ("default", "run") and explorer.branch.value == "run"
+    assert list(explorer.graph.layout.yaxis.ticktext) == ["default", "run"]
+    assert explore(db, all_branches=True).branch.options == ("default", "run")
+    asked = explore(db, branch="default")  # asked for by name: shown
+    assert asked.branch.value == "default" and "default" in asked.branch.options
+    assert "internal" in text(asked.summary_panel.value)
+
+
+def test_compare_leads_with_where_attempts_part(tutorial: Path) -> None:
+    explorer = explore(tutorial)
+    explorer.compare_a.value = "run-1"
+    explorer.compare_b.value = "run-3"
+    explorer.compare()
+    page = text(explorer.compare_panel.value)
+    assert page.startswith("They share history up to default at version 2")
+    assert "Event logs: 1 event in common; the first that differs is tool.call #1" in page
+    assert 'outcome: {"score":90}' in page and 'outcome: {"score":45}' in page
+    assert page.index("outcome") < page.index("state diff")
+    explorer.close()
+
+
+def test_panels_share_the_width_and_wrap(tutorial: Path) -> None:
+    """The event and diff columns split the row and stack when narrow; cells wrap."""
+    explorer = explore(tutorial, branch="run-1")
+    for panel in (explorer.event_panel, explorer.diff_panel):
+        assert (panel.layout.flex, panel.layout.min_width) == ("1 1 22em", "0")
+    with rewinddb.open(tutorial, readonly=True) as db:
+        db_diff = db.diff("run-1", "run-3")
+    table = rendering.diff_html(db_diff)
+    assert "overflow-wrap:anywhere" in table and "max-width:16em" in table
+    assert "overflow-wrap:anywhere" in explorer.step_panel.value
     explorer.close()
