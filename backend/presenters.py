@@ -84,6 +84,9 @@ class Interrupt:
     resumed: bool = False
     step: int | None = None
     """The version of the step that asked."""
+    text: str | None = None
+    """The question as a person reads it, when it has text: the value itself, or its
+    ``question``/``message``/``text``/``prompt`` field."""
 
 
 @dataclass(frozen=True)

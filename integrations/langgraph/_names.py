@@ -73,3 +73,15 @@ def owned_key(thread_id: str, branch: str) -> str:
 
 def ref_key(branch: str, thread_id: str) -> str:
     return f"ref/{escape(branch)}/{escape(thread_id)}"
+
+
+def parse_branch(name: str) -> tuple[str, str, str | None] | None:
+    """``(thread_id, checkpoint_ns, fork)`` of a branch the saver names (``fork``: the
+    ``~...`` suffix of a time-travel fork, else None); None for any other name."""
+    if not name.startswith(PREFIX):
+        return None
+    base, tilde, fork = name[len(PREFIX) :].partition("~")
+    thread, _, namespace = base.partition("/")
+    if not thread:
+        return None
+    return unescape(thread), unescape(namespace), fork if tilde else None

@@ -1,16 +1,180 @@
 """How the explorer shows what ``RewindSaver`` recorded: threads as conversations, one
 step per checkpoint, the saver's bookkeeping hidden. Needs no LangGraph import: stored
-values are decoded as data (``readable``), never constructed."""
+values are decoded as data (``readable``), never constructed.
+
+What it reads, and why it stays cheap on long threads:
+
+- a step is one version of the ``checkpoint`` key (the saver's record: id, parent,
+  source, LangGraph's step number); a page reads only its own records, newest first;
+- what ran to make a checkpoint is the pending writes (``langgraph.write`` events) of its
+  parent: the node is in each write's ``task_path``, the messages it added are its writes
+  to the ``messages`` channel. A page reads the events from its oldest parent's on, and
+  stops at the first write of a checkpoint newer than its newest step;
+- an interrupt is a ``__interrupt__`` write of a checkpoint, answered by its
+  ``__resume__`` writes; the transcript is the ``messages`` channel as of a version.
+
+``StepPage.total`` counts steps by LangGraph's step numbers (each checkpoint of a run is
+numbered one more than its parent; a thread starts at -1), so it costs one record; it
+is exact once a page reaches the start of the history.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import bisect
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 import rewinddb
-from rewinddb.presenters import Presenter
+from rewinddb.presenters import (
+    STEPS_PAGE,
+    Fork,
+    Interrupt,
+    Message,
+    Presenter,
+    Status,
+    Step,
+    StepNotFound,
+    StepPage,
+    Summary,
+    Transcript,
+    hidden_by_patterns,
+    short,
+)
 
 from . import _names
-from .readable import readable
+from .readable import as_text, message, question_text, readable, said, undecodable
+
+if TYPE_CHECKING:
+    from rewinddb.diff import Change
+    from rewinddb.models import Event, HistoryEntry
+
+#: The channel a conversation lives in (``MessagesState``, ``create_react_agent``).
+MESSAGES = "messages"
+START, INTERRUPT, RESUME, ERROR = "__start__", "__interrupt__", "__resume__", "__error__"
+#: Events read at a time while looking for pending writes, and at most per question.
+_CHUNK = 64
+_MAX_EVENTS = 4096
+#: Events read from the end of a branch for its last answer (the overview's outcome).
+_RECENT = 32
+#: Messages a transcript decodes after its page, looking for the results of its calls.
+_RESULTS_AHEAD = 64
+#: Checkpoint metadata that is LangGraph's own (the step shows it) rather than the user's.
+_INTERNAL_METADATA = frozenset(
+    ("source", "step", "parents", "run_id", "thread_id", "checkpoint_ns", "checkpoint_id")
+)
+_HIDDEN_KEYS = (
+    "kv:channel/branch:to:*",
+    "kv:channel/__pregel_*",
+    "kv:channel/__start__:*",
+    "kv:channel/*:$.version",
+)
+_METADATA_PATH = re.compile(r"\$\.metadata(?:\.([A-Za-z_][A-Za-z0-9_]*)|\['((?:[^'\\]|\\.)*)'\])")
+
+
+class CheckpointNotFound(rewinddb.NotFoundError):
+    """No checkpoint with that id is in a branch's history."""
+
+    def __init__(self, branch: str, checkpoint_id: str, elsewhere: str | None = None) -> None:
+        where = f" (it is on {elsewhere!r})" if elsewhere and elsewhere != branch else ""
+        super().__init__(
+            f"branch {branch!r} has no checkpoint {checkpoint_id!r} in its history{where}: "
+            "open the branch's page for the checkpoints it has",
+            code="not_found.checkpoint",
+        )
+
+
+@dataclass(frozen=True)
+class _Record:
+    """The saver's record of one checkpoint, as far as it could be read."""
+
+    version: int
+    branch: str
+    timestamp: datetime
+    id: str | None
+    parent: str | None
+    source: str | None
+    number: int
+    stored: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Write:
+    """One pending write (a ``langgraph.write`` event): which checkpoint it belongs to,
+    the task and node that made it, the channel and the stored value."""
+
+    sequence: int
+    version: int
+    checkpoint: str
+    task: str
+    node: str | None
+    channel: str
+    value: Any
+
+
+def _record(entry: HistoryEntry) -> _Record | None:
+    if entry.deleted:
+        return None
+    stored = entry.value if isinstance(entry.value, dict) else {}
+
+    def text(name: str) -> str | None:
+        value = stored.get(name)
+        return value if isinstance(value, str) else None
+
+    step = stored.get("step")
+    number = step if type(step) is int else -1
+    return _Record(
+        entry.version,
+        entry.branch,
+        entry.timestamp,
+        text("id"),
+        text("parent"),
+        text("source"),
+        number,
+        stored,
+    )
+
+
+def _node(task_path: Any) -> str | None:
+    """The node of a task path (``~__pregel_pull, agent`` -> ``agent``); None for the
+    null task (a resume, an update)."""
+    if not isinstance(task_path, str) or not task_path:
+        return None
+    parts = [part.strip() for part in task_path.lstrip("~").split(",")]
+    if parts[0] == "__pregel_pull" and len(parts) > 1 and parts[1]:
+        return parts[1]
+    if parts[0] == "__pregel_push":
+        return "send"
+    return parts[0] or None
+
+
+def _write(event: Event) -> _Write | None:
+    if event.event_type != _names.WRITE_EVENT or not isinstance(event.payload, dict):
+        return None
+    payload = event.payload
+    checkpoint, channel = payload.get("checkpoint_id"), payload.get("channel")
+    if not isinstance(checkpoint, str) or not isinstance(channel, str):
+        return None
+    return _Write(
+        event.sequence,
+        event.version,
+        checkpoint,
+        str(payload.get("task_id")),
+        _node(payload.get("task_path")),
+        channel,
+        payload.get("value"),
+    )
+
+
+def _bookkeeping(channel: str) -> bool:
+    """LangGraph's own channels (routing, the input, tasks, interrupts)."""
+    return channel.startswith(("branch:to:", "__"))
+
+
+# -- the presenter --------------------------------------------------------------------
 
 
 class LangGraphPresenter(Presenter):
@@ -23,3 +187,667 @@ class LangGraphPresenter(Presenter):
 
     def display(self, value: Any, memo: dict[Any, Any] | None = None) -> Any:
         return readable(value, memo=memo)
+
+    # -- the overview ------------------------------------------------------------
+
+    def summary(self, db: rewinddb.Database, branch: rewinddb.Branch) -> Summary:
+        """A thread's status (finished, interrupted and on which node, open, failed,
+        empty) and its last answer, from its newest checkpoint and newest events."""
+        if branch.name == _names.INDEX_BRANCH:
+            return Summary(
+                branch.name, self.name, "internal", "LangGraph saver index", "open", internal=True
+            )
+        parsed = _names.parse_branch(branch.name)
+        if parsed is None:
+            return super().summary(db, branch)
+        thread, namespace, _ = parsed
+        kind = "subgraph" if namespace else "thread"
+        title = f"{thread} / {namespace}" if namespace else thread
+        view = db.at(branch.name)
+        with db.read():
+            head = self._newest(view)
+            fork = self.fork(db, branch)
+            if head is None:
+                return Summary(branch.name, self.name, kind, title, "empty", fork=fork)
+            memo: dict[Any, Any] = {}
+            recent = self._recent_writes(view, branch.events)
+            own = [write for write in recent if write.checkpoint == head.id]
+            status, waiting, failure = self._status(view, own, memo)
+            outcome = failure or self._last_answer(view, head, recent, memo)
+        return Summary(
+            branch.name,
+            self.name,
+            kind,
+            title,
+            status,
+            None if outcome is None else short(outcome),
+            waiting,
+            fork=fork,
+        )
+
+    def _newest(self, view: rewinddb.BranchView) -> _Record | None:
+        for entry in reversed(view.kv.history(_names.CHECKPOINT_KEY, limit=1)):
+            return _record(entry)
+        return None
+
+    def _recent_writes(self, view: rewinddb.BranchView, length: int) -> list[_Write]:
+        start = max(length - _RECENT, 0)
+        items = view.events.list(after=start - 1 if start else None, limit=_RECENT)
+        return [write for item in items if (write := _write(item.event)) is not None]
+
+    def _status(
+        self, view: rewinddb.BranchView, own: list[_Write], memo: dict[Any, Any]
+    ) -> tuple[Status, str | None, str | None]:
+        """(status, the node it waits on, the error it failed with) of a head checkpoint
+        with pending writes ``own``."""
+        for interrupt in self._interrupts(own, None, memo):
+            if not interrupt.resumed:
+                return "interrupted", interrupt.node, None
+        for write in own:
+            if write.channel == ERROR:
+                error = readable(write.value, memo=memo)
+                return "failed", write.node, as_text(error) if not isinstance(error, str) else error
+        pending = view.kv.keys(_names.CHANNEL_PREFIX)
+        for key in pending:
+            channel = key[len(_names.CHANNEL_PREFIX) :]
+            if channel == START or channel.startswith(("branch:to:", "__pregel_tasks")):
+                return "open", None, None
+        return "finished", None, None
+
+    def _last_answer(
+        self,
+        view: rewinddb.BranchView,
+        head: _Record,
+        recent: list[_Write],
+        memo: dict[Any, Any],
+    ) -> str | None:
+        """The text of the newest AI message (or plain-text message): from the newest
+        writes, else (an edited head, a long tool run) from the channel itself."""
+        if head.source != "update":
+            for write in reversed(recent):
+                if write.channel == MESSAGES and write.node != START:
+                    for found in reversed(self._written(write, memo)):
+                        if found.role in ("ai", "message"):
+                            return said(found)
+        blob = view.kv.get(_names.channel_key(MESSAGES))
+        items = _items(blob)
+        if items is None:
+            return None
+        for stored in reversed(items[-_RECENT:]):
+            found = message(readable(stored, memo=memo), stored)
+            if found.role in ("ai", "message"):
+                return said(found)
+        return None
+
+    def fork(self, db: rewinddb.Database, branch: rewinddb.Branch) -> Fork | None:
+        """An ``lg/...~`` branch as the edit, replay or copy of its parent's step."""
+        if branch.parent is None or not branch.parent.startswith(_names.PREFIX):
+            return None
+        parent = self._title(branch.parent)
+        at = db.at(branch.parent).kv.history(_names.CHECKPOINT_KEY, as_of=branch.forked_at, limit=1)
+        point = _record(at[-1]) if at else None
+        if point is None:
+            return Fork(branch.parent, branch.forked_at, "fork", f"fork of {parent}")
+        first = self._first_own(db, branch)
+        source = first.source if first else None
+        if source == "update":
+            kind, label = "edit", f"edit of step {point.number} of {parent}"
+        elif source == "fork" or "~" not in branch.name:
+            kind, label = "fork", f"fork of step {point.number} of {parent}"
+        else:
+            kind, label = "replay", f"replay from step {point.number} of {parent}"
+        return Fork(branch.parent, branch.forked_at, kind, label, step=point.version)  # type: ignore[arg-type]
+
+    def _title(self, name: str) -> str:
+        parsed = _names.parse_branch(name)
+        if parsed is None:
+            return name
+        thread, namespace, fork = parsed
+        title = f"{thread} / {namespace}" if namespace else thread
+        return f"{title}~{fork}" if fork is not None else title
+
+    def _first_own(self, db: rewinddb.Database, branch: rewinddb.Branch) -> _Record | None:
+        """The first checkpoint ``branch`` wrote itself: its own commits are few for
+        most forks (read them), else it is found by halving the versions it wrote at."""
+        view = db.at(branch.name)
+        if branch.commits <= _CHUNK:
+            commits = view.commits(limit=branch.commits)
+            own = [c for c in commits if c.branch == branch.name and c.version > branch.forked_at]
+            for commit in reversed(own):
+                if commit.trigger == "langgraph.checkpoint":
+                    found = view.kv.history(_names.CHECKPOINT_KEY, as_of=commit.version, limit=1)
+                    return _record(found[-1]) if found else None
+            return None
+        low, high, first = branch.forked_at + 1, branch.head, None
+        while low <= high:
+            middle = (low + high) // 2
+            found = view.kv.history(_names.CHECKPOINT_KEY, as_of=middle, limit=1)
+            if found and found[-1].branch == branch.name:
+                first, high = found[-1], found[-1].version - 1
+            else:
+                low = middle + 1
+        return _record(first) if first is not None else None
+
+    # -- steps -------------------------------------------------------------------
+
+    def steps(
+        self,
+        db: rewinddb.Database,
+        branch: str,
+        *,
+        before: int | None = None,
+        limit: int = STEPS_PAGE,
+    ) -> StepPage:
+        """One step per checkpoint, the newest ``limit`` older than version ``before``."""
+        if branch == _names.INDEX_BRANCH:
+            return super().steps(db, branch, before=before, limit=limit)
+        _check_count(limit, "limit", minimum=1)
+        if before is not None:
+            _check_count(before, "before")
+        view = db.at(branch)
+        with db.read():
+            if before is None:
+                entries = view.kv.history(_names.CHECKPOINT_KEY, limit=limit + 1)
+            else:
+                found = view.key_history(
+                    "kv", _names.CHECKPOINT_KEY, limit=limit + 1, before=before
+                )
+                entries = [version.entry for version in found]
+            records = [record for entry in entries if (record := _record(entry)) is not None]
+            if not records and before is None and not self._has_checkpoints(view):
+                return super().steps(db, branch, before=before, limit=limit)
+            parent, page = (records[0], records[1:]) if len(records) > limit else (None, records)
+            writes = self._writes(db, view, parent or (page[0] if page else None), page)
+            memo: dict[Any, Any] = {}
+            steps = []
+            previous = parent
+            for record in page:
+                steps.append(self._step(db, branch, record, previous, writes, memo))
+                previous = record
+            older = page[0].version if parent is not None else None
+            head = page[-1] if page and before is None else self._newest(view)
+            total = len(steps)
+            if head is not None and page:
+                newer = max(head.number - page[-1].number, 0)
+                first = page[0].number if older is None else -1
+                total = max(head.number - first + 1, len(steps) + newer + (older is not None))
+            return StepPage(tuple(steps), older, total)
+
+    def _has_checkpoints(self, view: rewinddb.BranchView) -> bool:
+        return bool(view.kv.history(_names.CHECKPOINT_KEY, limit=1))
+
+    def step(self, db: rewinddb.Database, branch: str, version: int) -> Step:
+        """The step (checkpoint) of ``branch`` written at ``version``."""
+        if branch == _names.INDEX_BRANCH:
+            return super().step(db, branch, version)
+        _check_count(version, "version")
+        view = db.at(branch)
+        with db.read():
+            found = view.key_history("kv", _names.CHECKPOINT_KEY, limit=2, before=version + 1)
+            records = [record for item in found if (record := _record(item.entry)) is not None]
+            if not records or records[-1].version != version:
+                if not records and not self._has_checkpoints(view):
+                    return super().step(db, branch, version)
+                raise StepNotFound(branch, version)
+            record = records[-1]
+            parent = records[-2] if len(records) > 1 else None
+            writes = self._writes(db, view, parent or record, [record])
+            return self._step(db, branch, record, parent, writes, {})
+
+    def step_by_id(self, db: rewinddb.Database, branch: str, checkpoint_id: str) -> Step:
+        """The step of ``branch`` that is checkpoint ``checkpoint_id`` (found through the
+        saver's index; ``not_found.checkpoint`` when its history has no such checkpoint)."""
+        if not isinstance(checkpoint_id, str) or not 0 < len(checkpoint_id) <= 200:
+            raise rewinddb.InvalidInputError(
+                f"a checkpoint id is a string like '1ef…', not {checkpoint_id!r}",
+                code="invalid.checkpoint",
+            )
+        parsed = _names.parse_branch(branch)
+        if parsed is None:
+            db.branches.get(branch)  # an unknown branch says so
+            raise CheckpointNotFound(branch, checkpoint_id)
+        thread, namespace, _ = parsed
+        with db.read():
+            db.branches.get(branch)
+            entry = None
+            if db.branches.exists(_names.INDEX_BRANCH):
+                key = _names.checkpoint_key(thread, namespace, checkpoint_id)
+                entry = db.at(_names.INDEX_BRANCH).kv.get(key)
+            version = entry.get("version") if isinstance(entry, dict) else None
+            if type(version) is not int or version < 0:
+                raise CheckpointNotFound(branch, checkpoint_id)
+            try:
+                found = self.step(db, branch, version)
+            except StepNotFound:
+                elsewhere = entry.get("branch") if isinstance(entry, dict) else None
+                raise CheckpointNotFound(branch, checkpoint_id, elsewhere) from None
+            if found.id != checkpoint_id:
+                raise CheckpointNotFound(branch, checkpoint_id)
+            return found
+
+    def _writes(
+        self,
+        db: rewinddb.Database,
+        view: rewinddb.BranchView,
+        first: _Record | None,
+        page: Sequence[_Record],
+    ) -> dict[str, list[_Write]]:
+        """The pending writes of the checkpoints from ``first`` to the newest of ``page``,
+        by checkpoint id: the events from ``first``'s on, up to the first write of a
+        checkpoint newer than the page (checkpoint ids grow with time)."""
+        if first is None or not page:
+            return {}
+        start = db.at(first.branch).events.length(as_of=first.version)
+        newest = page[-1].id
+        grouped: dict[str, list[_Write]] = {}
+        after = start - 1 if start else None
+        read = 0
+        while read < _MAX_EVENTS:
+            items = view.events.list(after=after, limit=_CHUNK)
+            for item in items:
+                write = _write(item.event)
+                if write is None:
+                    continue
+                if newest is not None and write.checkpoint > newest:
+                    return grouped
+                grouped.setdefault(write.checkpoint, []).append(write)
+            if len(items) < _CHUNK:
+                break
+            after = items[-1].event.sequence
+            read += len(items)
+        return grouped
+
+    def _step(
+        self,
+        db: rewinddb.Database,
+        branch: str,
+        record: _Record,
+        parent: _Record | None,
+        writes: dict[str, list[_Write]],
+        memo: dict[Any, Any],
+    ) -> Step:
+        own = writes.get(record.id, []) if record.id else []
+        ran = writes.get(parent.id, []) if parent is not None and parent.id else []
+        nodes: tuple[str, ...] = ()
+        if record.source == "input":
+            label = "input"
+            added = self._messages(w for w in own if w.node == START)
+            channels: tuple[str, ...] = ()
+        elif record.source in ("update", "fork"):
+            label = record.source
+            added = self._edited(db, record, parent, memo)
+            channels = self._changed_channels(record, parent)
+        else:
+            made = [w for w in ran if w.node is not None]
+            nodes = tuple(dict.fromkeys(str(w.node) for w in made))
+            label = ", ".join("start" if n == START else n for n in nodes)
+            label = label or record.source or "checkpoint"
+            added = self._messages((w for w in made if w.node != START), memo)
+            channels = tuple(dict.fromkeys(w.channel for w in made if not _bookkeeping(w.channel)))
+        if not record.stored:
+            label = "undecodable"
+        return Step(
+            version=record.version,
+            branch=record.branch,
+            number=record.number,
+            label=short(label),
+            timestamp=record.timestamp,
+            inherited=record.branch != branch,
+            source=record.source,
+            nodes=nodes,
+            id=record.id,
+            writes=channels,
+            messages=tuple(replace(m, step=record.version) for m in added),
+            interrupts=tuple(self._interrupts(own, record.version, memo)),
+        )
+
+    def _messages(
+        self, writes: Iterable[_Write], memo: dict[Any, Any] | None = None
+    ) -> tuple[Message, ...]:
+        """The messages ``writes`` put in the ``messages`` channel."""
+        found: list[Message] = []
+        for write in writes:
+            if write.channel == MESSAGES:
+                found.extend(self._written(write, {} if memo is None else memo))
+        return tuple(found)
+
+    def _written(self, write: _Write, memo: dict[Any, Any]) -> list[Message]:
+        value = readable(write.value, memo=memo)
+        if value is write.value:  # left as stored: another serde's, or damaged
+            return [undecodable(write.value)]
+        return [message(item) for item in (value if isinstance(value, list) else [value])]
+
+    def _edited(
+        self,
+        db: rewinddb.Database,
+        record: _Record,
+        parent: _Record | None,
+        memo: dict[Any, Any],
+    ) -> tuple[Message, ...]:
+        """The messages an ``update_state`` added or changed: the ``messages`` channel's
+        items that differ from the parent's (compared as stored, decoded when shown)."""
+        key = _names.channel_key(MESSAGES)
+        now = _items(db.at(record.branch).kv.get(key, as_of=record.version))
+        if now is None:
+            return ()
+        before: list[Any] = []
+        if parent is not None:
+            before = _items(db.at(parent.branch).kv.get(key, as_of=parent.version)) or []
+        changed = [
+            stored
+            for index, stored in enumerate(now)
+            if index >= len(before) or before[index] != stored
+        ]
+        return tuple(message(readable(stored, memo=memo), stored) for stored in changed)
+
+    def _changed_channels(self, record: _Record, parent: _Record | None) -> tuple[str, ...]:
+        """Channels whose version an update moved (from the decoded checkpoints)."""
+        mine = _channel_versions(record)
+        theirs = _channel_versions(parent) if parent is not None else {}
+        return tuple(
+            channel
+            for channel, version in mine.items()
+            if theirs.get(channel) != version and not _bookkeeping(channel)
+        )
+
+    def _interrupts(
+        self, own: Sequence[_Write], version: int | None, memo: dict[Any, Any]
+    ) -> list[Interrupt]:
+        """The interrupts among a checkpoint's writes, each with the answer it got."""
+        by_task: dict[str, list[Any]] = {}
+        answers: list[Any] = []
+        for write in own:
+            if write.channel == RESUME:
+                value = readable(write.value, memo=memo)
+                if write.node is None:
+                    answers.append(value)
+                else:
+                    by_task.setdefault(write.task, []).extend(
+                        value if isinstance(value, list) else [value]
+                    )
+        found = []
+        for write in own:
+            if write.channel != INTERRUPT:
+                continue
+            value = readable(write.value, memo=memo)
+            for index, item in enumerate(value if isinstance(value, list) else [value]):
+                question, interrupt_id = item, None
+                if isinstance(item, dict) and str(item.get("__class__", "")).endswith("Interrupt"):
+                    question, interrupt_id = item.get("value"), item.get("id")
+                resumed, resume = False, None
+                task_answers = by_task.get(write.task, [])
+                if index < len(task_answers):
+                    resumed, resume = True, task_answers[index]
+                else:
+                    for answer in answers:
+                        if isinstance(answer, dict) and isinstance(interrupt_id, str):
+                            if interrupt_id in answer:
+                                resumed, resume = True, answer[interrupt_id]
+                                break
+                        else:
+                            resumed, resume = True, answer
+                            break
+                found.append(
+                    Interrupt(
+                        question,
+                        write.node,
+                        resume,
+                        resumed,
+                        version,
+                        text=question_text(question),
+                    )
+                )
+        return found
+
+    def fingerprint(self, db: rewinddb.Database, step: Step) -> str:
+        """What a step did, equal across attempts that did the same: how it came to be,
+        the nodes that ran, the channels they wrote, the messages they added (by role,
+        text and calls; ids differ between runs) and the interrupts."""
+        did = [
+            step.source,
+            step.label,
+            list(step.writes),
+            [
+                [m.role, m.text, m.name, [[c.name, c.arguments] for c in m.tool_calls]]
+                for m in step.messages
+            ],
+            [[i.question, i.resume, i.resumed] for i in step.interrupts],
+        ]
+        return hashlib.sha256(as_text(did).encode()).hexdigest()
+
+    # -- state -------------------------------------------------------------------
+
+    def transcript(
+        self,
+        db: rewinddb.Database,
+        branch: str,
+        *,
+        as_of: int | None = None,
+        before: int | None = None,
+        limit: int = STEPS_PAGE,
+    ) -> Transcript | None:
+        """The ``messages`` channel as of ``as_of``: the newest ``limit`` messages before
+        position ``before``, calls paired with their results, and the thread's interrupts.
+        None when the branch holds no ``messages`` channel."""
+        if branch == _names.INDEX_BRANCH or _names.parse_branch(branch) is None:
+            return super().transcript(db, branch, as_of=as_of, before=before, limit=limit)
+        _check_count(limit, "limit", minimum=1)
+        for value, what in ((as_of, "as_of"), (before, "before")):
+            if value is not None:
+                _check_count(value, what)
+        key = _names.channel_key(MESSAGES)
+        with db.read():
+            reader = self._reader(db, branch, as_of)
+            view = db.at(reader)
+            items = _items(view.kv.get(key, as_of=as_of))
+            if items is None:
+                if not db.at(branch).kv.keys(key):
+                    return None
+                items = []
+            total = len(items)
+            end = total if before is None else min(before, total)
+            start = max(end - limit, 0)
+            memo: dict[Any, Any] = {}
+            decoded = [readable(stored, memo=memo) for stored in items[start:end]]
+            steps = self._message_steps(view, as_of, decoded, memo)
+            page = [
+                message(value, stored, steps.get(_id_of(value) or ""))
+                for value, stored in zip(decoded, items[start:end], strict=True)
+            ]
+            results: dict[str | None, str] = {
+                m.tool_call_id: m.text for m in page if m.tool_call_id
+            }
+            wanted = {c.id for m in page for c in m.tool_calls if c.id and c.id not in results}
+            for stored in items[end : end + _RESULTS_AHEAD] if wanted else ():
+                later = message(readable(stored, memo=memo), stored)
+                if later.tool_call_id in wanted:
+                    results[later.tool_call_id] = later.text
+            page = [_with_results(m, results) for m in page]
+            interrupts = self._thread_interrupts(db, view, branch, as_of, memo)
+        return Transcript(tuple(page), start, total, tuple(interrupts))
+
+    def _reader(self, db: rewinddb.Database, branch: str, version: int | None) -> str:
+        """The branch of ``branch``'s lineage that can be read as of ``version`` (an
+        ancestor, for a version from before ``branch`` was forked)."""
+        if version is None:
+            return branch
+        record = db.branches.get(branch)
+        while version < record.forked_at and record.parent is not None:
+            record = db.branches.get(record.parent)
+        return record.name
+
+    def _message_steps(
+        self,
+        view: rewinddb.BranchView,
+        as_of: int | None,
+        decoded: list[Any],
+        memo: dict[Any, Any],
+    ) -> dict[str, int]:
+        """The step that added each message (by id), from the newest writes: read back
+        from ``as_of`` for a few events per message, so older pages may get none."""
+        wanted = {mid: value for value in decoded if (mid := _id_of(value)) is not None}
+        if not wanted:
+            return {}
+        found: dict[str, _Write] = {}
+        edited: set[str] = set()
+        end = view.events.length(as_of=as_of)
+        budget = read = 4 * len(wanted) + _CHUNK
+        while end > 0 and budget > 0 and len(found) < len(wanted):
+            start = max(end - _CHUNK, 0)
+            after = start - 1 if start else None
+            items = view.events.list(as_of=as_of, after=after, limit=end - start)
+            for item in reversed(items):
+                write = _write(item.event)
+                if write is None or write.channel != MESSAGES:
+                    continue
+                value = readable(write.value, memo=memo)
+                for written in value if isinstance(value, list) else [value]:
+                    mid = _id_of(written)
+                    if mid in wanted and mid not in found:
+                        found[mid] = write
+                        if written != wanted[mid]:
+                            edited.add(mid)
+            budget -= end - start
+            end = start
+        if not found:
+            return {}
+        # A write's checkpoint and the one after it are among as many as were read.
+        entries = view.kv.history(_names.CHECKPOINT_KEY, as_of=as_of, limit=read - budget + _CHUNK)
+        records = [record for entry in entries if (record := _record(entry)) is not None]
+        versions = [record.version for record in records]
+        by_id = {record.id: record.version for record in records}
+        steps: dict[str, int] = {}
+        for mid, write in found.items():
+            if write.node == START:  # an input's messages: the input step shows them
+                if write.checkpoint in by_id:
+                    steps[mid] = by_id[write.checkpoint]
+                continue
+            after = bisect.bisect_right(versions, write.version)
+            if mid in edited:  # changed since it was written: by the next update
+                for record in records[after:]:
+                    if record.source == "update":
+                        steps[mid] = record.version
+                        break
+            elif after < len(records):
+                steps[mid] = records[after].version
+        return steps
+
+    def _thread_interrupts(
+        self,
+        db: rewinddb.Database,
+        view: rewinddb.BranchView,
+        branch: str,
+        as_of: int | None,
+        memo: dict[Any, Any],
+    ) -> list[Interrupt]:
+        """Every interrupt of the branch's history as of ``as_of``, with its answer."""
+        items = view.events.list(as_of=as_of, event_type=_names.WRITE_EVENT, search='"channel":"__')
+        grouped: dict[str, list[_Write]] = {}
+        for item in items:
+            write = _write(item.event)
+            if write is not None and write.channel in (INTERRUPT, RESUME):
+                grouped.setdefault(write.checkpoint, []).append(write)
+        parsed = _names.parse_branch(branch)
+        index = db.at(_names.INDEX_BRANCH) if db.branches.exists(_names.INDEX_BRANCH) else None
+        found: list[Interrupt] = []
+        for checkpoint_id, writes in grouped.items():
+            version = None
+            if index is not None and parsed is not None:
+                entry = index.kv.get(_names.checkpoint_key(parsed[0], parsed[1], checkpoint_id))
+                if isinstance(entry, dict) and type(entry.get("version")) is int:
+                    version = entry["version"]
+            found.extend(self._interrupts(writes, version, memo))
+        return found
+
+    def state(self, db: rewinddb.Database, step: Step) -> dict[str, Any]:
+        """Channel name -> value as of ``step``, decoded; LangGraph's routing, input and
+        task channels and the checkpoint record left out (the step shows them)."""
+        if _names.parse_branch(step.branch) is None:
+            return super().state(db, step)
+        stored = db.at(step.branch).kv.items(as_of=step.version)
+        memo: dict[Any, Any] = {}
+        state: dict[str, Any] = {}
+        for key, value in stored.items():
+            if key == _names.CHECKPOINT_KEY:
+                continue
+            if key.startswith(_names.CHANNEL_PREFIX):
+                channel = key[len(_names.CHANNEL_PREFIX) :]
+                if not _bookkeeping(channel):
+                    state[channel] = _channel_value(value, memo)
+            else:
+                state[key] = readable(value, memo=memo)
+        return state
+
+    def hidden(self, change: Change) -> bool:
+        """The saver's bookkeeping: the checkpoint record (ids, timestamps, channel
+        versions, what each node has seen, LangGraph's metadata; the user's own metadata
+        stays), routing and task channels, the version of every channel value, and the
+        pending writes (each step shows its own)."""
+        if change.primitive == "events":
+            body = change.new if change.new is not None else change.old
+            return isinstance(body, dict) and body.get("event_type") == _names.WRITE_EVENT
+        if change.primitive == "kv" and change.key == _names.CHECKPOINT_KEY:
+            found = _METADATA_PATH.match(change.path)
+            if found is None:
+                return True
+            name = found.group(1) or found.group(2)
+            return name in _INTERNAL_METADATA or name.startswith(("langgraph_", "__"))
+        return hidden_by_patterns(change, _HIDDEN_KEYS)
+
+    def key_label(self, primitive: str, key: str) -> str:
+        if primitive == "kv" and key.startswith(_names.CHANNEL_PREFIX):
+            return key[len(_names.CHANNEL_PREFIX) :]
+        if primitive == "kv" and key == _names.CHECKPOINT_KEY:
+            return "checkpoint record"
+        return key
+
+
+def _check_count(value: Any, what: str, *, minimum: int = 0) -> None:
+    if type(value) is not int or not minimum <= value < 2**63:
+        raise rewinddb.InvalidInputError(
+            f"{what} must be an int of at least {minimum}, not {value!r}", code=f"invalid.{what}"
+        )
+
+
+def _items(blob: Any) -> list[Any] | None:
+    """The stored items of a channel value (a list stored item by item, or one value
+    holding a list); None when there is no such channel or it is not a list."""
+    if not isinstance(blob, dict):
+        return None
+    if blob.get("type") == "list" and isinstance(blob.get("items"), list):
+        return list(blob["items"])
+    if blob.get("type") == "value":
+        value = readable(blob.get("value"))
+        return value if isinstance(value, list) else None
+    return None
+
+
+def _channel_value(blob: Any, memo: dict[Any, Any]) -> Any:
+    """A channel's value as stored by the saver's codec, decoded (else as stored)."""
+    kind = blob.get("type") if isinstance(blob, dict) else None
+    if kind == "list" and isinstance(blob["items"], list):
+        return [readable(item, memo=memo) for item in blob["items"]]
+    if kind == "value" and "value" in blob:
+        return readable(blob["value"], memo=memo)
+    return readable(blob, memo=memo)
+
+
+def _channel_versions(record: _Record) -> dict[str, Any]:
+    checkpoint = readable(record.stored.get("checkpoint"))
+    versions = checkpoint.get("channel_versions") if isinstance(checkpoint, dict) else None
+    return versions if isinstance(versions, dict) else {}
+
+
+def _id_of(value: Any) -> str | None:
+    found = value.get("id") if isinstance(value, dict) else None
+    return found if isinstance(found, str) else None
+
+
+def _with_results(found: Message, results: dict[str | None, str]) -> Message:
+    if not any(call.id in results for call in found.tool_calls):
+        return found
+    calls = tuple(
+        replace(call, result=results[call.id]) if call.id in results else call
+        for call in found.tool_calls
+    )
+    return replace(found, tool_calls=calls)

@@ -18,6 +18,9 @@ where it sits), is replaced; anything else is shown as stored. So a decoded valu
 safe to render, compare and print as a stored one. Callers decode a value once, at its
 top: decoding decoded data again would decode a string that merely looks encoded. The
 stored values, and every JSON endpoint, keep the exact encoding.
+
+:func:`message` reads a decoded message as the presenters' ``Message`` record (its
+role, its text, its tool calls), so every front end shows a conversation alike.
 """
 
 from __future__ import annotations
@@ -28,12 +31,14 @@ import hashlib
 import json
 import math
 import re
+from dataclasses import replace
 from typing import Any
 
 import orjson
 import ormsgpack
 
 from rewinddb import MAX_DEPTH
+from rewinddb.presenters import Message, ToolCall, short
 
 #: The serde types the saver stores, followed by base64 (possibly empty, for "null").
 _ENCODED = re.compile(r"(msgpack|json|null|bytes|bytearray|pickle):([A-Za-z0-9+/]*={0,2})")
@@ -185,3 +190,124 @@ def _plain(value: Any) -> Any:
 
 def _blob(data: bytes) -> str:
     return f"<{len(data)} bytes, sha256 {hashlib.sha256(data).hexdigest()[:12]}>"
+
+
+def as_text(value: Any) -> str:
+    """A decoded value as one line of JSON (its repr if it is not JSON)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return repr(value)
+
+
+# -- messages as records -----------------------------------------------------------
+
+_ROLES = {"user": "human", "assistant": "ai", "developer": "system"}
+
+
+def _role(value: dict[str, Any]) -> str:
+    kind = value.get("type")
+    if kind == "chat" and isinstance(value.get("role"), str):
+        return str(value["role"])
+    if isinstance(kind, str) and kind:
+        return _ROLES.get(kind, kind.removesuffix("MessageChunk").removesuffix("Chunk").lower())
+    cls = value.get("__class__")
+    if isinstance(cls, str) and cls.endswith(("Message", "MessageChunk")):
+        name = cls.rsplit(".", 1)[-1].removesuffix("Chunk").removesuffix("Message")
+        return name.lower() or "message"
+    if isinstance(value.get("role"), str):
+        return str(_ROLES.get(value["role"], value["role"]))
+    return "message"
+
+
+def _content_text(content: Any) -> str:
+    """A message's content as text: a string as is, content blocks' text joined (other
+    blocks named by their type)."""
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+            elif isinstance(block, dict) and isinstance(block.get("type"), str):
+                parts.append(f"[{block['type']}]")
+            else:
+                parts.append(as_text(block))
+        return "\n".join(parts)
+    return as_text(content)
+
+
+def _tool_calls(value: Any) -> tuple[ToolCall, ...]:
+    if not isinstance(value, list):
+        return ()
+    calls = []
+    for call in value:
+        if isinstance(call, dict):
+            name, call_id = call.get("name"), call.get("id")
+            calls.append(
+                ToolCall(
+                    name if isinstance(name, str) else as_text(name),
+                    call.get("args"),
+                    call_id if isinstance(call_id, str) else None,
+                )
+            )
+    return tuple(calls)
+
+
+def undecodable(stored: Any) -> Message:
+    """What could not be decoded (another serde's encoding, a damaged row), shown as stored."""
+    text = stored if isinstance(stored, str) else as_text(stored)
+    return Message("undecodable", short(text))
+
+
+def message(value: Any, stored: Any = None, step: int | None = None) -> Message:
+    """A decoded message (``readable``'s form of a LangChain message, a dict with a
+    ``role``, or plain text) as a ``Message``; ``stored`` is what it was decoded from:
+    when decoding left it as it was, it reads as ``undecodable``."""
+    if stored is not None and value is stored and isinstance(stored, (str, list)):
+        return replace(undecodable(stored), step=step)
+    if isinstance(value, dict) and "__pickle__" in value:
+        return replace(undecodable(value["__pickle__"]), step=step)
+    if isinstance(value, str):
+        return Message("message", value, step=step)
+    if not isinstance(value, dict):
+        return Message("message", as_text(value), step=step)
+
+    def text(name: str) -> str | None:
+        found = value.get(name)
+        return found if isinstance(found, str) else None
+
+    content = value.get("content", value.get("text"))
+    return Message(
+        _role(value),
+        _content_text(content),
+        id=text("id"),
+        name=text("name"),
+        tool_calls=_tool_calls(value.get("tool_calls")),
+        tool_call_id=text("tool_call_id"),
+        step=step,
+    )
+
+
+def said(message: Message) -> str:
+    """What a message says, in one line: its text, or the calls it makes."""
+    if message.text.strip():
+        return message.text
+    calls = ", ".join(f"{call.name}({as_text(call.arguments)})" for call in message.tool_calls)
+    return f"calls {calls}" if calls else message.text
+
+
+def question_text(question: Any) -> str | None:
+    """An interrupt's question as text: itself, or its question/message/text field."""
+    if isinstance(question, str):
+        return question
+    if isinstance(question, dict):
+        for name in ("question", "message", "text", "prompt"):
+            if isinstance(question.get(name), str):
+                return str(question[name])
+    return None
