@@ -10,14 +10,28 @@ so they are rendered as they are, never decoded again. Long text wraps.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from html import escape
 from typing import Any
 
 from rewinddb import rendering
-from rewinddb.presenters import Fork, Interrupt, Message, Step, Summary, ToolCall, Transcript
+from rewinddb.presenters import (
+    Fork,
+    Interrupt,
+    Message,
+    Step,
+    StepPage,
+    Summary,
+    ToolCall,
+    Transcript,
+    payload_text,
+)
 from rewinddb.rendering import WRAP, plural, value_text
-from rewinddb.story import StepDetail, StoryComparison
+from rewinddb.story import DiffRow, StepDetail, StoryComparison
+
+#: Diff rows a step shows of each kind before "N more".
+DIFF_ROWS = 200
 
 _MUTED = "color:#666"
 _CARD = f"border:1px solid #ddd;border-radius:6px;padding:4px 8px;margin:4px 0;{WRAP}"
@@ -28,6 +42,7 @@ _STATUS_COLOR = {
     "open": "#0366d6",
     "empty": "#666",
 }
+_ROLE_NAMES = {"user": "human", "assistant": "ai"}
 _ROLE_STYLE = {
     "human": ("#0366d6", "#f1f8ff"),
     "ai": ("#22863a", "#f0fff4"),
@@ -59,7 +74,7 @@ def _badge(text: str, color: str) -> str:
 
 def summary_html(summary: Summary) -> str:
     """What the branch is and how it ended: kind, status, outcome, where it came from."""
-    status = summary.status
+    status: str = summary.status
     if status == "interrupted" and summary.waiting_on:
         status = f"interrupted, waiting on {summary.waiting_on}"
     parts = [
@@ -97,59 +112,121 @@ def tool_call_html(call: ToolCall) -> str:
     )
 
 
+def question_text(question: Any) -> tuple[str, Any]:
+    """An interrupt's question as (the text a person reads, the rest of it or None):
+    ``{"question": "Book it?", "args": {...}}`` reads "Book it?" with the args beside."""
+    if isinstance(question, dict) and isinstance(question.get("question"), str):
+        rest = {key: value for key, value in question.items() if key != "question"}
+        return question["question"], rest or None
+    if isinstance(question, str):
+        return question, None
+    return payload_text(question), None
+
+
 def interrupt_html(interrupt: Interrupt) -> str:
     """An interrupt as an approval card: the question, who asked, the answer (or none yet)."""
-    asked = f' <span style="{_MUTED}">asked by {escape(interrupt.node)}</span>' * bool(
-        interrupt.node
-    )
+    asked = f" &middot; asked by <b>{escape(interrupt.node)}</b>" if interrupt.node else ""
+    question, rest = question_text(interrupt.question)
+    details = f'<div><code style="{WRAP}">{value_text(rest)}</code></div>' if rest else ""
     answer = (
-        f"<div><b>answer</b>: {_text(interrupt.resume)}</div>"
+        f'<div><span style="{_MUTED}">answered</span> {_text(interrupt.resume)}</div>'
         if interrupt.resumed
         else '<div style="color:#b08800"><i>waiting for an answer</i></div>'
     )
     return (
         f'<div style="{_CARD};border-color:#b08800;background:#fffbdd" data-kind="approval">'
-        f"&#9995; <b>approval</b>{asked}<div>{_text(interrupt.question)}</div>{answer}</div>"
+        f"&#9995; <b>approval</b>{asked}<div>{escape(question)}</div>{details}{answer}</div>"
     )
 
 
-def message_html(item: Message) -> str:
+def role_of(item: Message) -> str:
+    """The role a message is drawn as: ``human``, ``ai``, ``tool``, ``system``, or
+    ``other`` (then named)."""
+    role = _ROLE_NAMES.get(item.role, item.role)
+    return role if role in _ROLE_STYLE else "other"
+
+
+def message_html(item: Message, *, inherited: bool = False) -> str:
     """One message: its role, its text, and the tool calls it asked for as cards."""
-    color, background = _ROLE_STYLE.get(item.role, ("#555", "#fff"))
+    role = role_of(item)
+    color, background = _ROLE_STYLE.get(role, ("#555", "#fff"))
     who = escape(item.role) + (f" &middot; {escape(item.name)}" if item.name else "")
     if item.tool_call_id:
         who += f' <span style="{_MUTED}">answers {escape(item.tool_call_id)}</span>'
+    if inherited:
+        who += f' <span style="{_MUTED}">(before the fork)</span>'
     text = f"<div>{escape(item.text)}</div>" if item.text else ""
     calls = "".join(tool_call_html(call) for call in item.tool_calls)
+    faded = ";opacity:0.75" if inherited else ""
     return (
         f'<div style="border-left:3px solid {color};background:{background};'
-        f'padding:4px 8px;margin:4px 0;{WRAP}" data-role="{escape(item.role)}">'
+        f'padding:4px 8px;margin:4px 0;{WRAP}{faded}" data-role="{role}">'
         f'<div style="color:{color};font-size:11px"><b>{who}</b></div>{text}{calls}</div>'
     )
 
 
-def chat_html(messages: Iterable[Message], interrupts: Iterable[Interrupt] = ()) -> str:
-    """Messages in order, tool messages whose call is shown (with its result) left out,
-    and each interrupt after the last message of the step that asked, or at the end."""
+def fork_mark(fork: Fork) -> str:
+    """The line between what a branch inherited and what it did itself."""
+    return (
+        '<div style="border-top:2px dashed #b08800;color:#735c0f;margin:6px 0;'
+        f'padding-top:2px;{WRAP}" data-kind="fork">&#9670; <b>fork point</b>: '
+        f"{escape(fork.label)}: above, inherited from {escape(fork.parent)}; below, this "
+        "branch's own</div>"
+    )
+
+
+def _inherited(item: Message, fork: Fork | None) -> bool:
+    return fork is not None and item.step is not None and item.step <= fork.version
+
+
+def chat_html(
+    messages: Iterable[Message],
+    interrupts: Iterable[Interrupt] = (),
+    *,
+    fork: Fork | None = None,
+    first_page: bool = True,
+    newest_page: bool = True,
+) -> str:
+    """Messages oldest first, each interrupt before the first message that came after
+    it, the fork point marked between the inherited messages and the branch's own; a
+    tool message is left out when a call's card here shows it as that call's result."""
     shown = list(messages)
     answered = {
-        call.id for item in shown for call in item.tool_calls if call.id and call.result is not None
+        call.id
+        for item in shown
+        for call in item.tool_calls
+        if call.id is not None and call.result is not None
     }
-    pending = sorted(interrupts, key=lambda i: (i.step is None, i.step or 0))
+    steps = [item.step for item in shown if item.step is not None]
+    low = -math.inf if first_page or not steps else min(steps)
+    high = math.inf if newest_page or not steps else max(steps)
+    waiting = sorted(
+        (i for i in interrupts if i.step is None or low <= i.step <= high),
+        key=lambda i: math.inf if i.step is None else i.step,
+    )
     parts = []
+    marked, seen_inherited = fork is None, False
     for item in shown:
-        while pending and pending[0].step is not None and item.step is not None:
-            if pending[0].step >= item.step:
+        while waiting and waiting[0].step is not None and item.step is not None:
+            if waiting[0].step >= item.step:
                 break
-            parts.append(interrupt_html(pending.pop(0)))
-        if item.role == "tool" and item.tool_call_id in answered:
+            parts.append(interrupt_html(waiting.pop(0)))
+        inherited = _inherited(item, fork)
+        starts = first_page and fork is not None and fork.version > 0
+        if fork is not None and not marked and not inherited and (seen_inherited or starts):
+            parts.append(fork_mark(fork))
+            marked = True
+        seen_inherited = seen_inherited or inherited
+        if role_of(item) == "tool" and item.tool_call_id in answered:
             continue
-        parts.append(message_html(item))
-    parts += [interrupt_html(interrupt) for interrupt in pending]
+        parts.append(message_html(item, inherited=inherited))
+    parts += [interrupt_html(interrupt) for interrupt in waiting]
+    if fork is not None and not marked and newest_page and (seen_inherited or not shown):
+        parts.append(fork_mark(fork))  # nothing of its own said yet
     return "".join(parts)
 
 
-def transcript_html(transcript: Transcript | None) -> str:
+def transcript_html(transcript: Transcript | None, fork: Fork | None = None) -> str:
     """A branch's conversation page, or a line saying it has none."""
     if transcript is None:
         return message("This branch holds no conversation: its story is its steps.")
@@ -160,7 +237,13 @@ def transcript_html(transcript: Transcript | None) -> str:
         f"messages {transcript.start + 1 if transcript.messages else 0}-{end} "
         f"of {transcript.total:,}"
     )
-    return head + chat_html(transcript.messages, transcript.interrupts)
+    return head + chat_html(
+        transcript.messages,
+        transcript.interrupts,
+        fork=fork,
+        first_page=transcript.start == 0,
+        newest_page=end >= transcript.total,
+    )
 
 
 # -- steps --------------------------------------------------------------------------
@@ -169,15 +252,30 @@ def transcript_html(transcript: Transcript | None) -> str:
 def step_name(step: Step) -> str:
     """One line of plain text naming a step (for the step list; no HTML)."""
     parts = [f"{step.number}. {step.label}"]
+    if step.nodes and ", ".join(step.nodes) != step.label:
+        parts.append(f"({', '.join(step.nodes)})")
     if step.source:
         parts.append(f"[{step.source}]")
     if step.messages:
         parts.append(f"+{plural(len(step.messages), 'message')}")
     if step.interrupts:
-        parts.append("approval")
+        parts.append("asks")
     if step.inherited:
-        parts.append(f"(from {step.branch})")
+        parts.append(f"(on {step.branch})")
     return " ".join(parts)
+
+
+def step_names(page: StepPage, fork: Fork | None) -> list[str]:
+    """The step list's lines for a page: the branch's first own step after the
+    inherited ones carries the fork point's mark."""
+    names = []
+    before: bool | None = None  # whether the step before was inherited
+    for step in page.steps:
+        starts = before is None and page.older is None  # the first step of all
+        mark = fork is not None and not step.inherited and (bool(before) or starts)
+        names.append(f"◆ {fork.label}: {step_name(step)}" if mark and fork else step_name(step))
+        before = step.inherited
+    return names
 
 
 def step_heading(step: Step, fork: Fork | None = None) -> str:
@@ -205,16 +303,41 @@ def step_heading(step: Step, fork: Fork | None = None) -> str:
     return f'<div style="{WRAP}">{"<br>".join(lines)}</div>'
 
 
+def _events_html(rows: list[DiffRow]) -> str:
+    """The events a step appended (diff rows of the ``events`` space), one line each."""
+    lines = []
+    for row in rows[:DIFF_ROWS]:
+        event = row.change.new if isinstance(row.change.new, dict) else {}
+        lines.append(
+            f'<div style="{WRAP}">#{escape(row.label)} '
+            f"<code>{escape(str(event.get('event_type', '')))}</code> "
+            f"<code>{value_text(event.get('payload'))}</code></div>"
+        )
+    return "".join(lines) + _more(len(rows))
+
+
+def _more(count: int) -> str:
+    if count <= DIFF_ROWS:
+        return ""
+    return message(f"… and {plural(count - DIFF_ROWS, 'more row')}")
+
+
 def detail_html(detail: StepDetail, *, show_hidden: bool, fork: Fork | None = None) -> str:
-    """A step opened: heading, the messages and approvals it added, its diff from the
-    step before (bookkeeping rows only when ``show_hidden``)."""
+    """A step opened: heading, the messages and approvals it added, the events it
+    appended, its diff from the step before (bookkeeping rows only when ``show_hidden``,
+    greyed), each list cut at ``DIFF_ROWS``."""
     step = detail.step
     added = chat_html(step.messages, step.interrupts)
     since = (
         f"step {detail.previous.number}" if detail.previous is not None else "the branch's start"
     )
-    rows = detail.rows if show_hidden else detail.visible
     hidden = detail.hidden_count
+    events = [r for r in detail.visible if r.change.primitive == "events"]
+    rows = [
+        r
+        for r in (detail.rows if show_hidden else detail.visible)
+        if r.hidden or r.change.primitive != "events"
+    ]
     note = ""
     if hidden:
         note = (
@@ -222,12 +345,17 @@ def detail_html(detail: StepDetail, *, show_hidden: bool, fork: Fork | None = No
             f"{'shown greyed' if show_hidden else 'hidden'})</span>"
         )
     if rows:
-        table = rendering.changes_table((row.change, row.label, row.hidden) for row in rows)
+        table = rendering.changes_table(
+            (row.change, row.label, row.hidden) for row in rows[:DIFF_ROWS]
+        ) + _more(len(rows))
+    elif events or hidden:
+        table = "<div><i>no state changes</i></div>" if not hidden else ""
     else:
-        table = "<div><i>no changes</i></div>" if not hidden else ""
+        table = "<div><i>no changes</i></div>"
     return (
         step_heading(step, fork)
         + (f"<div><b>added</b></div>{added}" if added else "")
+        + (f"<div><b>appended</b></div>{_events_html(events)}" if events else "")
         + f"<div><b>changed since {since}</b>: {plural(len(detail.rows), 'row')}{note}</div>"
         + table
     )

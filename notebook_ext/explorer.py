@@ -314,7 +314,7 @@ class Explorer(widgets.VBox):
 
     def _show_transcript(self) -> None:
         transcript = self._transcript
-        self.transcript_panel.value = _panel(_html.transcript_html(transcript))
+        self.transcript_panel.value = _panel(_html.transcript_html(transcript, self._fork))
         self.older_messages.disabled = transcript is None or transcript.start == 0
         self.newer_messages.disabled = (
             transcript is None or transcript.start + len(transcript.messages) >= transcript.total
@@ -339,7 +339,8 @@ class Explorer(widgets.VBox):
         current = self.steps.value
         self._updating = True
         try:
-            self.steps.options = [(_html.step_name(step), step.version) for step in page.steps]
+            names = _html.step_names(page, self._fork)
+            self.steps.options = list(zip(names, self._step_versions, strict=True))
             self.step_slider.max = max(len(page.steps) - 1, 0)
             self.step_slider.disabled = not page.steps
         finally:

@@ -197,9 +197,9 @@ def test_a_plain_branchs_steps_are_its_commits(tutorial: Path) -> None:
     assert 'outcome: {"score":80}' in summary
     labels = [label for label, _ in explorer.steps.options]
     assert labels == [
-        "0. wrote task (from default)",
-        "1. wrote portfolio (from default)",
-        "2. tool.call",
+        "0. wrote task (on default)",
+        "1. wrote portfolio (on default)",
+        "◆ fork of default at version 7: 2. tool.call",  # the fork point
         "3. tool.call",
         "4. wrote portfolio",
         "5. wrote score",
@@ -208,9 +208,7 @@ def test_a_plain_branchs_steps_are_its_commits(tutorial: Path) -> None:
     assert explorer.steps_info.value == "7 steps"
     assert "step 6: run.end" in text(explorer.step_panel.value)  # the newest, opened
     with rewinddb.open(tutorial, readonly=True) as db:
-        portfolio = next(
-            version for label, version in explorer.steps.options if label == "4. wrote portfolio"
-        )
+        portfolio = next(v for label, v in explorer.steps.options if label == "4. wrote portfolio")
         explorer.steps.value = portfolio
         assert explorer.step_slider.value == 4
         step = text(explorer.step_panel.value)

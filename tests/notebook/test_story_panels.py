@@ -145,8 +145,7 @@ def test_a_conversation_is_shown_as_text(chats: rewinddb.Database) -> None:
     card = f'🔧 {HOSTILE} call-1 {{"query":"{HOSTILE.replace(chr(34), chr(92) + chr(34))}"}}'
     assert card in page and f"result result {HOSTILE}" in page
     assert page.count(f"result {HOSTILE}") == 1  # the tool message is on its call's card
-    approval = f'✋ approval asked by {HOSTILE} {{"question":'
-    assert approval in page and f"answer: {HOSTILE}" in page
+    assert f"✋ approval · asked by {HOSTILE} {HOSTILE} answered {HOSTILE}" in page
     # The approval sits after the step that asked (3) and before the answer (step 4).
     assert page.index("approval") < page.index(f"answer {HOSTILE}")
     summary = text(explorer.summary_panel.value)
