@@ -234,8 +234,9 @@ def transcript_html(transcript: Transcript | None, fork: Fork | None = None) -> 
         return message("No messages yet.")
     end = transcript.start + len(transcript.messages)
     head = message(
-        f"messages {transcript.start + 1 if transcript.messages else 0}-{end} "
-        f"of {transcript.total:,}"
+        f"messages {transcript.start + 1}-{end} of {transcript.total:,}"
+        if transcript.messages
+        else "No messages."
     )
     return head + chat_html(
         transcript.messages,

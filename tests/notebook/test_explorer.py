@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from react_run import ReactRun
 
 import rewinddb
 from rewinddb import rendering
@@ -304,4 +307,109 @@ def test_panels_share_the_width_and_wrap(tutorial: Path) -> None:
     table = rendering.diff_html(db_diff)
     assert "overflow-wrap:anywhere" in table and "max-width:16em" in table
     assert "overflow-wrap:anywhere" in explorer.step_panel.value
+    explorer.close()
+
+
+# -- a LangGraph ReAct run (examples/langgraph_react.py) ---------------------------------
+
+
+def test_a_react_thread_reads_as_a_conversation(react: ReactRun) -> None:
+    explorer = explore(react.directory, branch=react.main_branch)
+    assert explorer.tabs.selected_index == 0  # a conversation: it comes first
+    chat = text(explorer.transcript_panel.value)
+    assert f"human {react.question}" in chat and f"ai {react.answer}" in chat
+    arguments = json.dumps(react.tool_args, separators=(",", ":"))
+    card = f"🔧 {react.tool} {react.tool_call_id} {arguments} result {react.tool_result}"
+    assert card in chat
+    assert chat.count(react.tool_result) == 2  # on the card and in the AI's answer only
+    approval = f"✋ approval · asked by approve {react.interrupt_question}"
+    assert approval in chat and f"answered {react.resume}" in chat
+    assert chat.index(react.question) < chat.index(approval) < chat.index(react.answer)
+    summary = text(explorer.summary_panel.value)
+    assert "thread finished" in summary and f"outcome: {react.answer}" in summary
+    assert "msgpack" not in explorer.transcript_panel.value + explorer.step_panel.value
+    explorer.close()
+
+
+def test_internal_branches_are_hidden_unless_asked_for(react: ReactRun) -> None:
+    explorer = explore(react.directory)
+    assert explorer.branch.options == (react.main_branch, react.fork_branch)
+    assert list(explorer.graph.layout.yaxis.ticktext) == [react.main_branch, react.fork_branch]
+    assert "(2 internal hidden)" in explorer.title.value
+    explorer.all_branches.value = True
+    assert set(explorer.branch.options) == {
+        "default",
+        "lg-index",
+        react.main_branch,
+        react.fork_branch,
+    }
+    explorer.close()
+
+
+def test_a_checkpoint_opens_with_its_state_and_diff(react: ReactRun) -> None:
+    explorer = explore(react.directory, branch=react.main_branch)
+    labels = [label for label, _ in explorer.steps.options]
+    assert any(label.startswith("-1. input [input] +2 messages") for label in labels)
+    tools = next(v for label, v in explorer.steps.options if label.startswith("5. tools"))
+    explorer.steps.value = tools
+    step = text(explorer.step_panel.value)
+    assert "step 5: tools" in step and "source loop; ran tools" in step
+    assert f"added tool · {react.tool} answers {react.tool_call_id} {react.tool_result}" in step
+    assert "bookkeeping rows hidden" in step and "channel_versions" not in step
+    state = text(explorer.step_state_panel.value)
+    assert "state as of step 5" in state and react.question in state and "msgpack" not in state
+    hidden = int(explorer.show_hidden.description.split()[1])
+    assert hidden > 5 and not explorer.show_hidden.disabled
+    explorer.show_hidden.value = True
+    assert "channel_versions" in text(explorer.step_panel.value)
+    assert explorer.show_hidden.description == f"hide {hidden} hidden"
+    explorer.show_raw.value = True
+    assert "msgpack" in explorer.raw_panel.value  # as stored
+    explorer.close()
+
+
+def test_the_fork_shows_its_edited_call_and_compares_with_its_thread(react: ReactRun) -> None:
+    explorer = explore(react.directory, branch=react.fork_branch)
+    summary = text(explorer.summary_panel.value)
+    assert "edit of step" in summary and f"outcome: {react.fork_answer}" in summary
+    chat = text(explorer.transcript_panel.value)
+    edited = json.dumps(react.edited_args, separators=(",", ":"))
+    assert f"🔧 {react.tool} {react.tool_call_id} {edited}" in chat
+    assert react.fork_answer in chat and "(before the fork)" in chat
+    assert "◆ fork point: edit of step" in chat
+    labels = [label for label, _ in explorer.steps.options]
+    edit = next(i for i, label in enumerate(labels) if label.startswith("◆ edit of step"))
+    assert "[update]" in labels[edit] and f"(on {react.main_branch})" in labels[edit - 1]
+    explorer.step_slider.value = edit
+    step = text(explorer.step_panel.value)
+    assert react.edited_checkpoint_id in step and "source update" in step
+    assert edited in step  # the edit's diff: the call's new arguments
+    explorer.compare_a.value = react.main_branch
+    explorer.compare_b.value = react.fork_branch
+    explorer.compare()
+    page = text(explorer.compare_panel.value)
+    assert page.startswith(f"They share history up to {react.main_branch} at version")
+    assert f"outcome: {react.answer}" in page and f"outcome: {react.fork_answer}" in page
+    assert "first own step: 5. update" in page
+    explorer.close()
+
+
+def test_bad_threads_are_messages(react: ReactRun, tmp_path: Path) -> None:
+    explorer = explore(react.directory, branch="lg/no-such-thread")
+    assert "does not exist" in explorer.message.value
+    assert explorer.branch.value == react.main_branch
+    copy = tmp_path / "agent"
+    shutil.copytree(react.directory, copy)
+    with rewinddb.open(copy) as db:  # channels and a checkpoint no serde wrote
+        thread = db.at(react.main_branch)
+        thread.kv.put("channel/messages", {"items": ["msgpack:////", "pickle:AAAA", 12, HOSTILE]})
+        thread.kv.put("checkpoint", {"checkpoint": ["custom", HOSTILE]})
+    explorer = explore(copy, branch=react.main_branch)
+    panels = (
+        explorer.summary_panel.value
+        + explorer.transcript_panel.value
+        + explorer.step_panel.value
+        + explorer.step_state_panel.value
+    )
+    assert "<script" not in panels and "&lt;script&gt;" in panels
     explorer.close()
