@@ -112,21 +112,27 @@ def tool_call_html(call: ToolCall) -> str:
     )
 
 
-def question_text(question: Any) -> tuple[str, Any]:
+def question_text(interrupt: Interrupt) -> tuple[str, Any]:
     """An interrupt's question as (the text a person reads, the rest of it or None):
     ``{"question": "Book it?", "args": {...}}`` reads "Book it?" with the args beside."""
-    if isinstance(question, dict) and isinstance(question.get("question"), str):
-        rest = {key: value for key, value in question.items() if key != "question"}
-        return question["question"], rest or None
+    question = interrupt.question
     if isinstance(question, str):
         return question, None
-    return payload_text(question), None
+    text = interrupt.text
+    if text is None and isinstance(question, dict) and isinstance(question.get("question"), str):
+        text = question["question"]
+    if text is None:
+        return payload_text(question), None
+    if isinstance(question, dict):
+        rest = {key: value for key, value in question.items() if value != text}
+        return text, rest or None
+    return text, question
 
 
 def interrupt_html(interrupt: Interrupt) -> str:
     """An interrupt as an approval card: the question, who asked, the answer (or none yet)."""
     asked = f" &middot; asked by <b>{escape(interrupt.node)}</b>" if interrupt.node else ""
-    question, rest = question_text(interrupt.question)
+    question, rest = question_text(interrupt)
     details = f'<div><code style="{WRAP}">{value_text(rest)}</code></div>' if rest else ""
     answer = (
         f'<div><span style="{_MUTED}">answered</span> {_text(interrupt.resume)}</div>'

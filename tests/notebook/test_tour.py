@@ -7,18 +7,22 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-TOUR = Path(__file__).resolve().parents[2] / "examples" / "notebook_tour.ipynb"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+TOUR = EXAMPLES / "notebook_tour.ipynb"
 WIDGET = "application/vnd.jupyter.widget-view+json"
+STATE = "application/vnd.jupyter.widget-state+json"
 
 
-def test_the_tour_runs_and_shows_the_explorer(tmp_path: Path) -> None:
+def test_the_tour_runs_and_shows_the_explorer() -> None:
     notebook = nbformat.read(TOUR, as_version=4)
+    # It runs beside the examples it imports, as a user opens it; it writes only to a
+    # temporary directory of its own.
     NotebookClient(
         notebook,
         kernel_name="python3",
         timeout=120,
         store_widget_state=True,
-        resources={"metadata": {"path": str(tmp_path)}},
+        resources={"metadata": {"path": str(EXAMPLES)}},
     ).execute()
     outputs = [
         output
@@ -32,3 +36,10 @@ def test_the_tour_runs_and_shows_the_explorer(tmp_path: Path) -> None:
     html = "".join(output.get("data", {}).get("text/html", "") for output in outputs)
     assert "rewinddb database" in html and "branch <b>run-2</b>" in html
     assert notebook.metadata.get("widgets")  # the widget state was stored
+    shown = "".join(
+        str(model["state"].get("value", ""))
+        for model in notebook.metadata["widgets"][STATE]["state"].values()
+    )
+    assert "<b>step 6</b>: run.end" in shown  # run-2's newest step, opened
+    assert "Book the hotel in Lisbon for 3 nights?" in shown  # the thread's approval card
+    assert "search_flights" in shown and "Have a wonderful trip to Lisbon!" in shown
