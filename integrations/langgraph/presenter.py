@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import rewinddb
 from rewinddb.presenters import (
@@ -290,13 +290,16 @@ class LangGraphPresenter(Presenter):
             return Fork(branch.parent, branch.forked_at, "fork", f"fork of {parent}")
         first = self._first_own(db, branch)
         source = first.source if first else None
-        if source == "update":
-            kind, label = "edit", f"edit of step {point.number} of {parent}"
-        elif source == "fork" or "~" not in branch.name:
-            kind, label = "fork", f"fork of step {point.number} of {parent}"
-        else:
-            kind, label = "replay", f"replay from step {point.number} of {parent}"
-        return Fork(branch.parent, branch.forked_at, kind, label, step=point.version)  # type: ignore[arg-type]
+        step = point.number
+        kind: Literal["edit", "replay", "fork"] = "replay"
+        label = f"replay from step {step} of {parent}"
+        if "~" not in branch.name:  # copy_thread: a new thread reading this one's history
+            kind, label = "fork", f"copy of {parent} at step {step}"
+        elif source == "update":
+            kind, label = "edit", f"edit of step {step} of {parent}"
+        elif source == "fork" and first is not None and first == self._newest(db.at(branch.name)):
+            kind, label = "fork", f"fork of step {step} of {parent}"  # a copy, not run yet
+        return Fork(branch.parent, branch.forked_at, kind, label, step=point.version)
 
     def _title(self, name: str) -> str:
         parsed = _names.parse_branch(name)
@@ -469,10 +472,11 @@ class LangGraphPresenter(Presenter):
         own = writes.get(record.id, []) if record.id else []
         ran = writes.get(parent.id, []) if parent is not None and parent.id else []
         nodes: tuple[str, ...] = ()
-        if record.source == "input":
+        added: tuple[Message, ...] = ()
+        channels: tuple[str, ...] = ()
+        events: tuple[int, ...] = ()  # the writes that made it (its diff's events)
+        if record.source == "input":  # the input is in __start__; the next step applies it
             label = "input"
-            added = self._messages(w for w in own if w.node == START)
-            channels: tuple[str, ...] = ()
         elif record.source in ("update", "fork"):
             label = record.source
             added = self._edited(db, record, parent, memo)
@@ -482,7 +486,8 @@ class LangGraphPresenter(Presenter):
             nodes = tuple(dict.fromkeys(str(w.node) for w in made))
             label = ", ".join("start" if n == START else n for n in nodes)
             label = label or record.source or "checkpoint"
-            added = self._messages((w for w in made if w.node != START), memo)
+            added = self._messages(made, memo)
+            events = tuple(write.sequence for write in ran)
             channels = tuple(dict.fromkeys(w.channel for w in made if not _bookkeeping(w.channel)))
         if not record.stored:
             label = "undecodable"
@@ -499,16 +504,15 @@ class LangGraphPresenter(Presenter):
             writes=channels,
             messages=tuple(replace(m, step=record.version) for m in added),
             interrupts=tuple(self._interrupts(own, record.version, memo)),
+            events=events,
         )
 
-    def _messages(
-        self, writes: Iterable[_Write], memo: dict[Any, Any] | None = None
-    ) -> tuple[Message, ...]:
+    def _messages(self, writes: Iterable[_Write], memo: dict[Any, Any]) -> tuple[Message, ...]:
         """The messages ``writes`` put in the ``messages`` channel."""
         found: list[Message] = []
         for write in writes:
             if write.channel == MESSAGES:
-                found.extend(self._written(write, {} if memo is None else memo))
+                found.extend(self._written(write, memo))
         return tuple(found)
 
     def _written(self, write: _Write, memo: dict[Any, Any]) -> list[Message]:
@@ -553,50 +557,32 @@ class LangGraphPresenter(Presenter):
     def _interrupts(
         self, own: Sequence[_Write], version: int | None, memo: dict[Any, Any]
     ) -> list[Interrupt]:
-        """The interrupts among a checkpoint's writes, each with the answer it got."""
+        """The interrupts among a checkpoint's writes, each with the answer it got: the
+        asking task's own ``__resume__`` write (its answers in order), else the null
+        task's (``Command(resume=...)``: one value, or a map by interrupt id)."""
         by_task: dict[str, list[Any]] = {}
         answers: list[Any] = []
         for write in own:
             if write.channel == RESUME:
-                value = readable(write.value, memo=memo)
+                value, decoded = _decoded(write.value, memo)
                 if write.node is None:
                     answers.append(value)
                 else:
-                    by_task.setdefault(write.task, []).extend(
-                        value if isinstance(value, list) else [value]
-                    )
+                    many = decoded and isinstance(value, list)
+                    by_task.setdefault(write.task, []).extend(value if many else [value])
         found = []
         for write in own:
             if write.channel != INTERRUPT:
                 continue
-            value = readable(write.value, memo=memo)
-            for index, item in enumerate(value if isinstance(value, list) else [value]):
+            value, decoded = _decoded(write.value, memo)
+            items = value if decoded and isinstance(value, list) else [value]
+            for index, item in enumerate(items):
                 question, interrupt_id = item, None
                 if isinstance(item, dict) and str(item.get("__class__", "")).endswith("Interrupt"):
                     question, interrupt_id = item.get("value"), item.get("id")
-                resumed, resume = False, None
-                task_answers = by_task.get(write.task, [])
-                if index < len(task_answers):
-                    resumed, resume = True, task_answers[index]
-                else:
-                    for answer in answers:
-                        if isinstance(answer, dict) and isinstance(interrupt_id, str):
-                            if interrupt_id in answer:
-                                resumed, resume = True, answer[interrupt_id]
-                                break
-                        else:
-                            resumed, resume = True, answer
-                            break
-                found.append(
-                    Interrupt(
-                        question,
-                        write.node,
-                        resume,
-                        resumed,
-                        version,
-                        text=question_text(question),
-                    )
-                )
+                resumed, resume = _answer(by_task.get(write.task, []), index, answers, interrupt_id)
+                text = question_text(question) if decoded else "undecodable"
+                found.append(Interrupt(question, write.node, resume, resumed, version, text=text))
         return found
 
     def fingerprint(self, db: rewinddb.Database, step: Step) -> str:
@@ -715,13 +701,8 @@ class LangGraphPresenter(Presenter):
         entries = view.kv.history(_names.CHECKPOINT_KEY, as_of=as_of, limit=read - budget + _CHUNK)
         records = [record for entry in entries if (record := _record(entry)) is not None]
         versions = [record.version for record in records]
-        by_id = {record.id: record.version for record in records}
         steps: dict[str, int] = {}
         for mid, write in found.items():
-            if write.node == START:  # an input's messages: the input step shows them
-                if write.checkpoint in by_id:
-                    steps[mid] = by_id[write.checkpoint]
-                continue
             after = bisect.bisect_right(versions, write.version)
             if mid in edited:  # changed since it was written: by the next update
                 for record in records[after:]:
@@ -851,3 +832,21 @@ def _with_results(found: Message, results: dict[str | None, str]) -> Message:
         for call in found.tool_calls
     )
     return replace(found, tool_calls=calls)
+
+
+def _decoded(stored: Any, memo: dict[Any, Any]) -> tuple[Any, bool]:
+    """A stored value decoded, and whether it could be (else it is as stored)."""
+    value = readable(stored, memo=memo)
+    return value, value is not stored or not isinstance(stored, (str, list))
+
+
+def _answer(own: list[Any], index: int, answers: list[Any], interrupt_id: Any) -> tuple[bool, Any]:
+    """(resumed, the answer) of the ``index``-th interrupt of a task."""
+    if index < len(own):
+        return True, own[index]
+    for answer in answers:
+        if not isinstance(answer, dict) or not isinstance(interrupt_id, str):
+            return True, answer
+        if interrupt_id in answer:
+            return True, answer[interrupt_id]
+    return False, None

@@ -282,10 +282,13 @@ def message(value: Any, stored: Any = None, step: int | None = None) -> Message:
         found = value.get(name)
         return found if isinstance(found, str) else None
 
-    content = value.get("content", value.get("text"))
+    if "content" in value or "text" in value:
+        said = _content_text(value.get("content", value.get("text")))
+    else:  # not a message: what it holds
+        said = as_text(value)
     return Message(
         _role(value),
-        _content_text(content),
+        said,
         id=text("id"),
         name=text("name"),
         tool_calls=_tool_calls(value.get("tool_calls")),
