@@ -39,8 +39,11 @@ _CELL = (
     "padding:2px 8px;border-bottom:1px solid #eee;text-align:left;vertical-align:top;"
     "overflow-wrap:anywhere;word-break:normal"
 )
-#: The key and path columns of a diff: narrow, so the values keep most of the room.
-_NAME_CELL = f"{_CELL};max-width:16em"
+#: The key and path columns of a diff: narrow, so the values keep most of the room,
+#: but never so narrow that a name breaks into letters.
+_NAME_CELL = f"{_CELL};min-width:7em;max-width:16em"
+#: The mark and space columns: a word each, never broken.
+_TAG_CELL = f"{_CELL};white-space:nowrap;overflow-wrap:normal"
 
 
 def plural(count: int, word: str, words: str | None = None) -> str:
@@ -120,12 +123,13 @@ def changes_table(rows: Iterable[tuple[Change, str, bool]]) -> str:
         style = f"background:{background};color:{color}" + (";opacity:0.55" if muted else "")
         cells.append(
             f'<tr style="{style}">'
-            f'<td style="{_CELL}">{mark}</td><td style="{_CELL}">{escape(change.primitive)}</td>'
+            f'<td style="{_TAG_CELL}">{mark}</td>'
+            f'<td style="{_TAG_CELL}">{escape(change.primitive)}</td>'
             f'<td style="{_NAME_CELL}">{escape(label)}</td>'
             f'<td style="{_NAME_CELL}">{escape(change.path)}</td>'
             f'<td style="{_CELL}">{values}</td></tr>'
         )
-    return f'<table style="{_TABLE}">{"".join(cells)}</table>'
+    return f'<table style="{_TABLE};width:100%">{"".join(cells)}</table>'
 
 
 def json_html(value: Any, limit: int = MAX_RAW_CHARS) -> str:

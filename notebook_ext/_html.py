@@ -107,7 +107,7 @@ def tool_call_html(call: ToolCall) -> str:
     ident = f' <span style="{_MUTED}">{escape(call.id)}</span>' if call.id else ""
     return (
         f'<div style="{_CARD};background:#fff" data-kind="tool-call">'
-        f"&#128295; <b>{escape(call.name)}</b>{ident}"
+        f'<span style="{_MUTED}">tool call</span> <b>{escape(call.name)}</b>{ident}'
         f'<div><code style="{WRAP}">{value_text(call.arguments)}</code></div>{result}</div>'
     )
 
@@ -141,7 +141,7 @@ def interrupt_html(interrupt: Interrupt) -> str:
     )
     return (
         f'<div style="{_CARD};border-color:#b08800;background:#fffbdd" data-kind="approval">'
-        f"&#9995; <b>approval</b>{asked}<div>{escape(question)}</div>{details}{answer}</div>"
+        f"<b>approval</b>{asked}<div>{escape(question)}</div>{details}{answer}</div>"
     )
 
 

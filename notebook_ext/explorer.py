@@ -32,6 +32,8 @@ _PANEL = '<div style="line-height:1.45;min-width:0;{wrap}">{body}</div>'
 _ROW = {"flex_flow": "row wrap", "width": "100%", "align_items": "flex-start"}
 _COLUMN = {"flex": "1 1 22em", "min_width": "0", "overflow": "auto"}
 _WIDE = {"width": "100%", "min_width": "0", "overflow": "auto"}
+#: A long panel (a conversation, a state) scrolls within a screenful.
+_TALL = {**_WIDE, "max_height": "40em"}
 
 
 def _panel(body: str) -> str:
@@ -119,7 +121,7 @@ class Explorer(widgets.VBox):
     # -- the tabs --------------------------------------------------------------------
 
     def _conversation_tab(self) -> widgets.Widget:
-        self.transcript_panel = _html_widget(_WIDE)
+        self.transcript_panel = _html_widget(_TALL)
         self.older_messages = widgets.Button(description="◀ older messages")
         self.newer_messages = widgets.Button(description="newer messages ▶")
         self.older_messages.on_click(lambda _: self.page_transcript(-1))
@@ -131,7 +133,7 @@ class Explorer(widgets.VBox):
 
     def _steps_tab(self) -> widgets.Widget:
         self.steps = widgets.Select(
-            description="", rows=14, layout=widgets.Layout(width="100%", min_width="0")
+            description="", rows=14, layout=widgets.Layout(width="97%", min_width="0")
         )
         self.step_slider = widgets.IntSlider(
             description="step", min=0, max=0, continuous_update=True, readout=False
@@ -142,7 +144,7 @@ class Explorer(widgets.VBox):
         self.newer_steps.on_click(lambda _: self.page_steps(1))
         self.steps_info = widgets.HTML()
         self.step_panel = _html_widget(_WIDE)
-        self.step_state_panel = _html_widget(_WIDE)
+        self.step_state_panel = _html_widget(_TALL)
         self.raw_panel = _html_widget(_WIDE)
         self.show_hidden = widgets.ToggleButton(description="show 0 hidden", disabled=True)
         self.show_raw = widgets.ToggleButton(description="raw stored JSON")
@@ -161,8 +163,8 @@ class Explorer(widgets.VBox):
         )
         detail = widgets.VBox(
             [
-                self.step_panel,
                 widgets.HBox([self.show_hidden, self.show_raw], layout=widgets.Layout(**_ROW)),
+                self.step_panel,
                 self.step_state_panel,
                 self.raw_panel,
             ],
@@ -178,7 +180,7 @@ class Explorer(widgets.VBox):
         self.next_button = widgets.Button(description="▶", layout={"width": "3em"})
         self.event_panel = _html_widget(_COLUMN)
         self.diff_panel = _html_widget(_COLUMN)
-        self.state_panel = _html_widget(_WIDE)
+        self.state_panel = _html_widget(_TALL)
         self.slider.observe(self._on_slider, names="value")
         self.previous_button.on_click(lambda _: self.step(-1))
         self.next_button.on_click(lambda _: self.step(1))

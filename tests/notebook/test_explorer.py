@@ -319,10 +319,10 @@ def test_a_react_thread_reads_as_a_conversation(react: ReactRun) -> None:
     chat = text(explorer.transcript_panel.value)
     assert f"human {react.question}" in chat and f"ai {react.answer}" in chat
     arguments = json.dumps(react.tool_args, separators=(",", ":"))
-    card = f"🔧 {react.tool} {react.tool_call_id} {arguments} result {react.tool_result}"
+    card = f"tool call {react.tool} {react.tool_call_id} {arguments} result {react.tool_result}"
     assert card in chat
     assert chat.count(react.tool_result) == 2  # on the card and in the AI's answer only
-    approval = f"✋ approval · asked by approve {react.interrupt_question}"
+    approval = f"approval · asked by approve {react.interrupt_question}"
     assert approval in chat and f"answered {react.resume}" in chat
     assert chat.index(react.question) < chat.index(approval) < chat.index(react.answer)
     summary = text(explorer.summary_panel.value)
@@ -349,7 +349,7 @@ def test_internal_branches_are_hidden_unless_asked_for(react: ReactRun) -> None:
 def test_a_checkpoint_opens_with_its_state_and_diff(react: ReactRun) -> None:
     explorer = explore(react.directory, branch=react.main_branch)
     labels = [label for label, _ in explorer.steps.options]
-    assert any(label.startswith("-1. input [input] +2 messages") for label in labels)
+    assert labels[0] == "-1. input [input]" and "1. agent [loop] +1 message" in labels
     tools = next(v for label, v in explorer.steps.options if label.startswith("5. tools"))
     explorer.steps.value = tools
     step = text(explorer.step_panel.value)
@@ -374,7 +374,7 @@ def test_the_fork_shows_its_edited_call_and_compares_with_its_thread(react: Reac
     assert "edit of step" in summary and f"outcome: {react.fork_answer}" in summary
     chat = text(explorer.transcript_panel.value)
     edited = json.dumps(react.edited_args, separators=(",", ":"))
-    assert f"🔧 {react.tool} {react.tool_call_id} {edited}" in chat
+    assert f"tool call {react.tool} {react.tool_call_id} {edited}" in chat
     assert react.fork_answer in chat and "(before the fork)" in chat
     assert "◆ fork point: edit of step" in chat
     labels = [label for label, _ in explorer.steps.options]

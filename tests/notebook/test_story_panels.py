@@ -142,10 +142,10 @@ def test_a_conversation_is_shown_as_text(chats: rewinddb.Database) -> None:
     page = text(chat)
     assert f"question {HOSTILE}" in page and f"answer {HOSTILE}" in page
     assert f"system system {HOSTILE}" in page
-    card = f'🔧 {HOSTILE} call-1 {{"query":"{HOSTILE.replace(chr(34), chr(92) + chr(34))}"}}'
+    card = f'tool call {HOSTILE} call-1 {{"query":"{HOSTILE.replace(chr(34), chr(92) + chr(34))}"}}'
     assert card in page and f"result result {HOSTILE}" in page
     assert page.count(f"result {HOSTILE}") == 1  # the tool message is on its call's card
-    assert f"✋ approval · asked by {HOSTILE} {HOSTILE} answered {HOSTILE}" in page
+    assert f"approval · asked by {HOSTILE} {HOSTILE} answered {HOSTILE}" in page
     # The approval sits after the step that asked (3) and before the answer (step 4).
     assert page.index("approval") < page.index(f"answer {HOSTILE}")
     summary = text(explorer.summary_panel.value)
