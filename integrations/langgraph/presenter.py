@@ -20,7 +20,6 @@ is exact once a page reaches the start of the history.
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
@@ -447,14 +446,16 @@ class LangGraphPresenter(Presenter):
         read = 0
         while read < _MAX_EVENTS:
             items = view.events.list(after=after, limit=_CHUNK)
+            done = len(items) < _CHUNK
             for item in items:
                 write = _write(item.event)
                 if write is None:
                     continue
                 if newest is not None and write.checkpoint > newest:
-                    return grouped
-                grouped.setdefault(write.checkpoint, []).append(write)
-            if len(items) < _CHUNK:
+                    done = True  # the rest of this chunk still: writes are saved late
+                else:
+                    grouped.setdefault(write.checkpoint, []).append(write)
+            if done:
                 break
             after = items[-1].event.sequence
             read += len(items)
@@ -670,10 +671,14 @@ class LangGraphPresenter(Presenter):
         memo: dict[Any, Any],
     ) -> dict[str, int]:
         """The step that added each message (by id), from the newest writes: read back
-        from ``as_of`` for a few events per message, so older pages may get none."""
+        from ``as_of`` for a few events per message, so older pages may get none. A
+        write may hold a message before ``add_messages`` gave it its id (LangGraph saves
+        writes in the background while the reducer sets ids on the same objects): such
+        a message is known by everything but its id."""
         wanted = {mid: value for value in decoded if (mid := _id_of(value)) is not None}
         if not wanted:
             return {}
+        unnamed = {_without_id(value): mid for mid, value in wanted.items()}
         found: dict[str, _Write] = {}
         edited: set[str] = set()
         end = view.events.length(as_of=as_of)
@@ -689,6 +694,9 @@ class LangGraphPresenter(Presenter):
                 value = readable(write.value, memo=memo)
                 for written in value if isinstance(value, list) else [value]:
                     mid = _id_of(written)
+                    if mid is None and isinstance(written, dict):
+                        mid = unnamed.get(_without_id(written))
+                        written = {**written, "id": mid}
                     if mid in wanted and mid not in found:
                         found[mid] = write
                         if written != wanted[mid]:
@@ -697,20 +705,24 @@ class LangGraphPresenter(Presenter):
             end = start
         if not found:
             return {}
-        # A write's checkpoint and the one after it are among as many as were read.
+        # The checkpoints the writes made are among as many as were read. (A write is
+        # saved in the background, maybe after the next checkpoint: its checkpoint's
+        # child is the step it made, whatever version the write itself has.)
         entries = view.kv.history(_names.CHECKPOINT_KEY, as_of=as_of, limit=read - budget + _CHUNK)
         records = [record for entry in entries if (record := _record(entry)) is not None]
-        versions = [record.version for record in records]
+        made_by = {record.parent: index for index, record in enumerate(records) if record.parent}
         steps: dict[str, int] = {}
         for mid, write in found.items():
-            after = bisect.bisect_right(versions, write.version)
-            if mid in edited:  # changed since it was written: by the next update
-                for record in records[after:]:
-                    if record.source == "update":
-                        steps[mid] = record.version
-                        break
-            elif after < len(records):
-                steps[mid] = records[after].version
+            made = made_by.get(write.checkpoint)
+            if made is None:
+                continue
+            if mid not in edited:
+                steps[mid] = records[made].version
+                continue
+            for record in records[made:]:  # changed since it was written: by an update
+                if record.source == "update":
+                    steps[mid] = record.version
+                    break
         return steps
 
     def _thread_interrupts(
@@ -850,3 +862,10 @@ def _answer(own: list[Any], index: int, answers: list[Any], interrupt_id: Any) -
         if interrupt_id in answer:
             return True, answer[interrupt_id]
     return False, None
+
+
+def _without_id(message: Any) -> str:
+    """A decoded message, its id left out, as text to compare."""
+    if isinstance(message, dict):
+        return as_text({key: value for key, value in message.items() if key != "id"})
+    return as_text(message)

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from chat_graphs import chat_graph, thread
 from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from react_run import EXAMPLE, ReactRun, example, record_react_run
 
@@ -287,6 +289,33 @@ def test_a_replay_is_told_from_its_step(db: rewinddb.Database) -> None:
     assert summary.fork is not None and summary.fork.kind == "replay"
     assert summary.fork.label == f"replay from step {past.metadata['step']} of r"
     assert summary.status == "finished" and summary.outcome.startswith("Here is what I found")
+
+
+def test_writes_saved_after_the_next_checkpoint_still_make_it(db: rewinddb.Database) -> None:
+    """LangGraph saves a task's writes in the background: they may land after the
+    checkpoint they made (and after its own writes began)."""
+    saver = RewindSaver(db)
+    config = {"configurable": {"thread_id": "late", "checkpoint_ns": ""}}
+    asked = HumanMessage("hi", id="h")
+    first = {**empty_checkpoint(), "id": str(uuid6(clock_seq=-2))}
+    parent = saver.put(config, first, {"source": "input", "step": -1}, {})
+    second = {
+        **empty_checkpoint(),
+        "id": str(uuid6(clock_seq=-1)),
+        "channel_values": {"messages": [asked]},
+        "channel_versions": {"messages": 1},
+    }
+    child = saver.put(parent, second, {"source": "loop", "step": 0}, {"messages": 1})
+    saver.put_writes(child, [("messages", ["never applied"])], "t2", "~__pregel_pull, agent")
+    saver.put_writes(parent, [("messages", [asked])], "t1", "~__pregel_pull, __start__")
+    steps = PRESENTER.steps(db, "lg/late").steps
+    assert [(s.label, [m.text for m in s.messages]) for s in steps] == [
+        ("input", []),
+        ("start", ["hi"]),
+    ]
+    transcript = PRESENTER.transcript(db, "lg/late")
+    assert transcript is not None
+    assert [(m.text, m.step) for m in transcript.messages] == [("hi", steps[1].version)]
 
 
 def test_plain_text_messages_are_shown_as_they_are(tmp_path: Path) -> None:
