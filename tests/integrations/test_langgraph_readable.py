@@ -15,14 +15,28 @@ import ormsgpack
 import pytest
 from chat_graphs import chat_graph, thread
 from fastapi.testclient import TestClient
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    ChatMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 import rewinddb
 from rewinddb import rendering
 from rewinddb.integrations.langgraph import RewindSaver
 from rewinddb.integrations.langgraph._codec import dump_item, dump_typed
-from rewinddb.integrations.langgraph.readable import MAX_ENCODED_CHARS, readable
+from rewinddb.integrations.langgraph.readable import (
+    MAX_ENCODED_CHARS,
+    message,
+    question_text,
+    readable,
+    said,
+)
+from rewinddb.presenters import Message, ToolCall
 from rewinddb.web import create_app
 from rewinddb.web.urls import event_url, key_url
 
@@ -126,6 +140,41 @@ def test_nothing_is_imported_called_or_unpickled(tmp_path: Path) -> None:
 )
 def test_what_is_not_an_encoding_is_shown_as_stored(stored: Any) -> None:
     assert readable(stored) is stored
+
+
+def test_messages_read_as_records() -> None:
+    def shown(value: Any) -> Message:
+        stored = dump_item(SERDE, value)
+        return message(readable(stored), stored)
+
+    call = {"name": "search", "args": {"q": "<b>x</b>"}, "id": "c1", "type": "tool_call"}
+    blocks = [{"type": "text", "text": "Here"}, {"type": "image_url", "image_url": {"url": "u"}}]
+    ai = shown(AIMessage(content=blocks, tool_calls=[call], id="a1", name="agent"))
+    assert (ai.role, ai.text, ai.id, ai.name) == ("ai", "Here\n[image_url]", "a1", "agent")
+    assert ai.tool_calls == (ToolCall("search", {"q": "<b>x</b>"}, "c1"),)
+    tool = shown(ToolMessage(content="42", tool_call_id="c1"))
+    assert (tool.role, tool.text, tool.tool_call_id) == ("tool", "42", "c1")
+    assert shown(AIMessageChunk(content="part")).role == "ai"
+    assert shown(SystemMessage(content="be brief")).role == "system"
+    assert (shown(ChatMessage(role="critic", content="no")).role) == "critic"
+    assert message({"role": "user", "content": "hi"}) == Message("human", "hi")
+    assert message({"role": "assistant", "content": None}) == Message("ai", "")
+    assert message("agent: HELLO") == Message("message", "agent: HELLO")
+    assert message({"not": "a message"}) == Message("message", '{"not":"a message"}')
+    assert message([1, 2]) == Message("message", "[1,2]")
+    # What could not be decoded is shown as it was stored, never taken for text.
+    other = "msgpack+aes:c2VjcmV0"
+    assert message(readable(other), other) == Message("undecodable", other)
+    pickled = readable(_encoded("pickle", b"\x80\x04N."))
+    assert message(pickled).role == "undecodable"
+    long = "msgpack+aes:" + "A" * 1000
+    assert len(message(long, long).text) < 300
+    assert said(Message("ai", "", tool_calls=(ToolCall("search", {"q": 1}),))) == (
+        'calls search({"q":1})'
+    )
+    assert said(Message("ai", "done")) == "done"
+    assert question_text({"question": "Book it?", "args": {}}) == "Book it?"
+    assert question_text("Book it?") == "Book it?" and question_text(3) is None
 
 
 @pytest.fixture
