@@ -47,9 +47,12 @@ def version(request: Request) -> dict[str, int | str]:
         return {"version": db.version, "stamp": db.stamp}
 
 
-@router.get("/overview", responses=ERRORS, summary="Branch table and branch graph")
-def overview(request: Request) -> dict[str, Any]:
-    return queries.overview_json(queries.overview(db_of(request)))
+@router.get("/overview", responses=ERRORS, summary="Attempts table and branch graph")
+def overview(
+    request: Request,
+    all: Annotated[bool, Query(description="also the internal branches")] = False,
+) -> dict[str, Any]:
+    return queries.overview_json(queries.overview(db_of(request), include_internal=all))
 
 
 @router.get("/branches", responses=ERRORS, summary="Every live branch")
@@ -114,4 +117,4 @@ def compare(
     a: Annotated[str, Query(min_length=1, max_length=1024, description="BRANCH@VERSION")],
     b: Annotated[str, Query(min_length=1, max_length=1024, description="BRANCH@VERSION")],
 ) -> dict[str, Any]:
-    return queries.compare(db_of(request), a, b)
+    return queries.compare_json(queries.compare(db_of(request), a, b))

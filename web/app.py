@@ -14,21 +14,21 @@ import os
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException
 from starlette.middleware.gzip import GZipMiddleware
-from starlette.responses import Response
 
 import rewinddb
 
-from . import api, pages, security, writes
+from . import api, pages, security, step_pages, writes
 from .assets import plotly_js_route
+from .errors import BadParameter, handle_error, handle_http_error
 from .queries import PageNotFound
 from .readers import DEFAULT_READERS, READERS_ENV, LendReaders, Readers, reader_count
-from .rendering import error_response, make_templates
+from .rendering import make_templates
 from .security import AllowedHosts, SecurityHeaders, new_csrf_token
 from .urls import BadSegment
 
@@ -122,43 +122,15 @@ def create_app(
     app.add_middleware(AllowedHosts, hosts=hosts)
     app.add_middleware(GZipMiddleware, minimum_size=1000)
     app.add_middleware(SecurityHeaders)
-    app.add_exception_handler(rewinddb.RewindError, _handle_error)
-    app.add_exception_handler(PageNotFound, _handle_error)
-    app.add_exception_handler(BadSegment, _handle_error)
-    app.add_exception_handler(RequestValidationError, _handle_error)
+    for kind in (rewinddb.RewindError, PageNotFound, BadSegment, BadParameter):
+        app.add_exception_handler(kind, handle_error)
+    app.add_exception_handler(RequestValidationError, handle_error)
+    app.add_exception_handler(HTTPException, handle_http_error)  # type: ignore[arg-type]
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_api_route("/static-plotly/plotly.min.js", plotly_js_route, include_in_schema=False)
     app.include_router(api.router)
     if allow_writes:
         app.include_router(writes.router)
+    app.include_router(step_pages.router)
     app.include_router(pages.router)
     return app
-
-
-_NOT_FOUND = (rewinddb.NotFoundError, rewinddb.HistoryUnavailableError, PageNotFound, BadSegment)
-#: Names and versions in a URL that cannot exist: nothing there, so 404 rather than 422.
-_NOT_FOUND_CODES = {"invalid.as_of", "invalid.branch", "invalid.key"}
-
-
-async def _handle_error(request: Request, error: Any) -> Response:
-    """RewindErrors and bad parameters as error pages (JSON under /api or .json): 404 for
-    what does not exist, 422 for bad input, 500 for a damaged database or a failed disk."""
-    if isinstance(error, RequestValidationError):
-        messages = "; ".join(
-            f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}"
-            for item in error.errors()
-        )
-        return error_response(request, 422, "invalid.request", messages)
-    code = getattr(error, "code", "not_found")
-    if isinstance(error, _NOT_FOUND) or code in _NOT_FOUND_CODES:
-        return error_response(request, 404, code, str(error))
-    if isinstance(error, rewinddb.ReadOnlyError):
-        return error_response(request, 403, code, str(error))
-    if isinstance(error, (rewinddb.MergeConflictError, rewinddb.BranchExistsError)):
-        return error_response(request, 409, code, str(error))
-    if isinstance(error, (rewinddb.DatabaseBusyError, rewinddb.DatabaseClosedError)):
-        return error_response(request, 503, code, str(error))
-    if isinstance(error, rewinddb.CorruptDatabaseError) or code == "storage":
-        # Not the request's fault: the database file is damaged, or its disk failed.
-        return error_response(request, 500, code, str(error))
-    return error_response(request, 422, code, str(error))

@@ -13,7 +13,8 @@ from starlette.responses import Response
 
 import rewinddb
 
-from . import queries
+from . import queries, stories
+from .errors import code_for, message_for, status_for
 from .figure import figure_data
 from .readers import lent_database
 from .rendering import is_fragment, json_response, render
@@ -50,42 +51,85 @@ def parse_sequence(segment: str) -> int:
     return int(segment)
 
 
+#: ``?all=1``: the overview lists the internal branches too.
+ShowAll = Annotated[bool, Query()]
+
+
+def _overview(request: Request, template: str, show_all: bool) -> Response:
+    data = queries.overview(db_of(request), include_internal=show_all)
+    figure = figure_data(data["graph"], data["version"])
+    return render(request, template, {**data, "figure": figure})
+
+
 @router.get("/")
-def overview_page(request: Request) -> Response:
-    data = queries.overview(db_of(request))
-    return render(
-        request, "overview.html", {**data, "figure": figure_data(data["graph"], data["version"])}
-    )
+def overview_page(request: Request, all: ShowAll = False) -> Response:
+    return _overview(request, "overview.html", all)
 
 
 @router.get("/.json")
-def overview_json(request: Request) -> Response:
-    return json_response(queries.overview_json(queries.overview(db_of(request))))
+def overview_json(request: Request, all: ShowAll = False) -> Response:
+    data = queries.overview(db_of(request), include_internal=all)
+    return json_response(queries.overview_json(data))
 
 
 @router.get("/fragments/overview")
-def overview_fragment(request: Request, since: Text = None) -> Response:
-    """The graph and branch table, or 204 (nothing to swap) while nothing changed
+def overview_fragment(request: Request, since: Text = None, all: ShowAll = False) -> Response:
+    """The graph and attempts table, or 204 (nothing to swap) while nothing changed
     (``since``: the ``db.stamp`` the page was drawn at)."""
     db = db_of(request)
     if since is not None and db.stamp == since:
         return Response(status_code=204)
-    data = queries.overview(db)
-    return render(
-        request, "_overview.html", {**data, "figure": figure_data(data["graph"], data["version"])}
-    )
+    return _overview(request, "_overview.html", all)
 
 
 @router.get("/branches/{branch}")
-def branch_page(request: Request, branch: str, type: Text = None, q: Text = None) -> Response:
+def branch_page(
+    request: Request, branch: str, type: Text = None, q: Text = None, view: Text = None
+) -> Response:
+    """A branch's story: a conversation beside its steps, or (a plain branch, or
+    ``view=events``) its event timeline beside its steps."""
     token, as_json = split_json(branch)
     name = tilde_decode(token)
-    data = queries.branch_page(db_of(request), name, event_type=type, search=q)
     if as_json:
+        db = db_of(request)
+        data = queries.branch_page(db, name, event_type=type, search=q)
+        data["story"] = stories.branch_story_json(stories.branch_story(db, name))
         return json_response(data)
-    return render(
-        request, "branch.html", {**data, "type": type or "", "q": q or "", "detail": None}
-    )
+    return branch_response(request, name, event_type=type, search=q, view=view)
+
+
+def branch_response(
+    request: Request,
+    name: str,
+    *,
+    event_type: str | None = None,
+    search: str | None = None,
+    view: str | None = None,
+    steps_before: int | None = None,
+    messages_before: int | None = None,
+    detail: dict[str, Any] | None = None,
+) -> Response:
+    """The branch page: its story, and an event's detail (``detail``) when one is open."""
+    db = db_of(request)
+    with db.read():
+        told = stories.branch_story(
+            db, name, steps_before=steps_before, messages_before=messages_before
+        )
+        conversation = told["chat"] is not None and view != "events" and detail is None
+        if conversation:
+            page: dict[str, Any] = {"branch": queries.branch_info(db, name)}
+        else:
+            page = queries.branch_page(db, name, event_type=event_type, search=search)
+    context = {
+        **told,
+        **page,
+        "conversation": conversation,
+        "view": view or "",
+        "type": event_type or "",
+        "q": search or "",
+        "detail": detail,
+    }
+    return render(request, "branch.html", context)
 
 
 @router.get("/branches/{branch}/timeline")
@@ -136,8 +180,7 @@ def event_page(request: Request, branch: str, sequence: str) -> Response:
         return json_response(detail)
     if is_fragment(request):
         return render(request, "_event.html", {"detail": detail})
-    data = queries.branch_page(db, name)
-    return render(request, "branch.html", {**data, "type": "", "q": "", "detail": detail})
+    return branch_response(request, name, detail=detail)
 
 
 @router.get("/branches/{branch}/keys/{key}")
@@ -218,20 +261,28 @@ def compare_json(request: Request, a: Text = None, b: Text = None) -> Response:
 
 
 def _compare(request: Request, a: str | None, b: str | None, *, as_json: bool) -> Response:
+    """The comparison; without both points, or with one that names nothing, the HTML
+    page keeps the form as it was filled in (and says what was wrong)."""
     db = db_of(request)
-    if not a or not b:
-        if as_json:
+    if as_json:
+        if not a or not b:
             raise rewinddb.InvalidInputError(
                 "compare needs a=BRANCH@VERSION and b=BRANCH@VERSION", code="invalid.compare"
             )
-        branches = db.branches.names()
-        return render(
-            request,
-            "compare.html",
-            {"data": None, "branches": branches, "a": a or "", "b": b or ""},
-        )
-    data: dict[str, Any] = queries.compare(db, a, b, readable=not as_json)
-    if as_json:
-        return json_response(data)
+        return json_response(queries.compare_json(queries.compare(db, a, b)))
+    form = {"a": a or "", "b": b or "", "branches": _point_names(db)}
+    if not a or not b:
+        return render(request, "compare.html", {**form, "data": None, "error": None})
+    try:
+        data: dict[str, Any] = queries.compare(db, a, b, readable=True)
+    except (rewinddb.RewindError, queries.PageNotFound) as error:
+        status = status_for(error)
+        failed = {"status": status, "code": code_for(error), "message": message_for(error)}
+        return render(request, "compare.html", {**form, "data": None, "error": failed}, status)
     data["json_url"] = compare_url(a, b, ".json")
-    return render(request, "compare.html", {"data": data, "branches": [], "a": a, "b": b})
+    return render(request, "compare.html", {**form, "data": data, "error": None})
+
+
+def _point_names(db: rewinddb.Database) -> list[str]:
+    """What the compare form suggests: every live branch (its head)."""
+    return db.branches.names()

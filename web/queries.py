@@ -7,14 +7,22 @@ disagree. Nothing here computes history or diffs of its own: it asks ``rewinddb`
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 import rewinddb
+from rewinddb import story
+from rewinddb.presenters import to_dict
 
-from .urls import branch_url, event_url, key_url
+from .stories import status_text
+from .urls import branch_url, event_url, key_url, step_url
 
 #: Events on one page of a branch's timeline.
 PAGE_SIZE = 100
+#: Events of each side a comparison lists, from a little before the first that differs.
+LOG_LIMIT = 40
+#: Events committed in one version an event page looks for on either side of it.
+TOGETHER = 64
 #: Dots the overview graph draws at most (long branches are thinned evenly).
 GRAPH_POINTS = 5000
 
@@ -25,25 +33,69 @@ class PageNotFound(Exception):
     """What the URL names does not exist (an event past the end, a key never written)."""
 
 
-def overview(db: rewinddb.Database) -> dict[str, Any]:
-    """The branch table and the (thinned) branch graph; ``graph`` is the
-    ``HistoryGraph`` itself (``overview_json`` makes it JSON)."""
+def overview(db: rewinddb.Database, *, include_internal: bool = False) -> dict[str, Any]:
+    """The attempts table and the (thinned) branch graph of the branches it lists: the
+    integrations' bookkeeping branches and an empty ``default`` are left out of both
+    unless ``include_internal``. ``graph`` is the ``HistoryGraph`` itself
+    (``overview_json`` makes it JSON)."""
     with db.read():
-        branches = db.branches.list()
-        per_branch = max(2, GRAPH_POINTS // max(len(branches), 1))
-        live = {branch.name for branch in branches}
-        rows = []
-        for branch in branches:
-            row = branch.to_dict()
-            row["url"] = branch_url(branch.name)
-            row["parent_live"] = branch.parent in live
-            rows.append(row)
+        attempts = story.attempts(db, include_internal=True)
+        shown = [a for a in attempts if include_internal or not a.summary.internal]
+        live = {attempt.branch.name for attempt in attempts}
+        per_branch = max(2, GRAPH_POINTS // max(len(shown), 1))
+        rows = [_attempt_row(db, attempt, live) for attempt in shown]
+        names = {attempt.branch.name for attempt in shown}
         return {
             "version": db.version,
             "stamp": db.stamp,
             "branches": rows,
-            "graph": db.graph(max_points_per_branch=per_branch),
+            "hidden": [a.branch.name for a in attempts if a.branch.name not in names],
+            "all": include_internal,
+            "graph": visible_graph(db.graph(max_points_per_branch=per_branch), names),
         }
+
+
+def _attempt_row(db: rewinddb.Database, attempt: story.Attempt, live: set[str]) -> dict[str, Any]:
+    """An overview row: the branch record, how it ended, and how much of it is its own
+    (its own commits, and the events it appended after its fork point)."""
+    branch, summary = attempt.branch, attempt.summary
+    row = branch.to_dict()
+    row["url"] = branch_url(branch.name)
+    row["parent_live"] = branch.parent in live
+    own_events = branch.events
+    if branch.parent is not None and branch.parent in live:
+        own_events -= db.at(branch.parent).events.length(as_of=branch.forked_at)
+    fork = summary.fork
+    row.update(
+        kind=summary.kind,
+        title=summary.title,
+        status=summary.status,
+        status_text=status_text(summary),
+        outcome=summary.outcome,
+        waiting_on=summary.waiting_on,
+        internal=summary.internal,
+        fork=None if fork is None else {"label": fork.label, "kind": fork.kind},
+        fork_url=None
+        if fork is None or fork.step is None or branch.parent not in live
+        else step_url(fork.parent, fork.step),
+        own_events=own_events,
+    )
+    return row
+
+
+def visible_graph(graph: rewinddb.HistoryGraph, names: set[str]) -> rewinddb.HistoryGraph:
+    """``graph`` with only the branches in ``names``, in their order, lanes renumbered."""
+    if len(names) == len(graph.branches):
+        return graph
+    branches = [
+        replace(branch, lane=lane)
+        for lane, branch in enumerate(b for b in graph.branches if b.name in names)
+    ]
+    return rewinddb.HistoryGraph(
+        branches=branches,
+        points=[point for point in graph.points if point.branch in names],
+        edges=[e for e in graph.edges if e.from_branch in names and e.to_branch in names],
+    )
 
 
 def overview_json(data: dict[str, Any]) -> dict[str, Any]:
@@ -87,9 +139,7 @@ def branch_page(
     """A branch's record, its event types (for the filter) and the first timeline page."""
     view = db.at(branch)
     with db.read():
-        info = view.info().to_dict()
-        info["url"] = branch_url(branch)
-        info["parent_live"] = info["parent"] is not None and db.branches.exists(info["parent"])
+        info = branch_info(db, branch)
         check = view.events.verify()
         return {
             "branch": info,
@@ -104,12 +154,26 @@ def branch_page(
         }
 
 
+def branch_info(db: rewinddb.Database, branch: str) -> dict[str, Any]:
+    """A branch's record as a page shows it: with its URL, and whether its parent lives."""
+    with db.read():
+        info = db.at(branch).info().to_dict()
+        info["url"] = branch_url(branch)
+        info["parent_live"] = info["parent"] is not None and db.branches.exists(info["parent"])
+        return info
+
+
 def event_detail(
     db: rewinddb.Database, branch: str, sequence: int, *, readable: bool = False
 ) -> dict[str, Any]:
     """The state as of event ``sequence`` on ``branch``, who last changed each key, and
-    the diff from the previous event (from the fork point, for the branch's first;
-    ``readable``: of values decoded as pages show them, ``rewinddb.presenters.readable``).
+    what the event changed: itself, and the state its version changed since the event
+    before (from the fork point, for the branch's first; ``readable``: of values
+    decoded as pages show them, ``rewinddb.presenters.readable``).
+
+    Events committed in one version (``together``) share that version's state change:
+    it is shown once, with the last of them (the one blame names, ``state_with``); each
+    of them shows itself as the event it added, never the others.
 
     A branch has no history of its own before its fork point, so an inherited event is
     read on the branch it happened on. If that ancestor was deleted, its reads are gone:
@@ -126,7 +190,9 @@ def event_detail(
         point = (branch, event.version) if event.version >= forked_at else None
         if point is None and db.branches.exists(event.branch):
             point = (event.branch, event.version)
-        previous = _previous_point(db, view, info, event)
+        together = _committed_with(view, event)
+        first = event if together[0] == sequence else view.events.get(together[0])
+        previous = _previous_point(db, view, info, first)
         state: dict[str, list[dict[str, Any]]] | None = None
         diff = None
         if point is not None:
@@ -141,12 +207,15 @@ def event_detail(
                 for space in ("kv", "json", "state")
             }
             if previous is not None:
-                diff = db.diff(
+                whole = db.diff(
                     previous["branch"],
                     point[0],
                     as_of_a=previous["version"],
                     as_of_b=point[1],
                     readable=readable,
+                )
+                diff = replace(
+                    whole, changes=_own_changes(whole.changes, sequence, together)
                 ).to_dict()
         return {
             "branch": branch,
@@ -160,7 +229,32 @@ def event_detail(
             else f"this event happened on {event.branch!r}, which was deleted: its state "
             f"can no longer be read (this branch's own history starts at version {forked_at})",
             "length": length,
+            "together": together if len(together) > 1 else [],
+            "state_with": together[-1] if together[-1] != sequence else None,
         }
+
+
+def _committed_with(view: rewinddb.BranchView, event: rewinddb.Event) -> list[int]:
+    """The sequences of the events of ``view``'s log appended in ``event``'s version
+    (``event`` among them; at most ``TOGETHER`` on either side of it), in order."""
+    start = max(event.sequence - TOGETHER, 0)
+    items = view.events.list(after=start - 1 if start else None, limit=2 * TOGETHER + 1)
+    together = [item.event.sequence for item in items if item.event.version == event.version]
+    return together if event.sequence in together else [event.sequence]
+
+
+def _own_changes(
+    changes: list[rewinddb.Change], sequence: int, together: list[int]
+) -> list[rewinddb.Change]:
+    """An event's own rows of a diff over its version: the event itself and, for the
+    last event of its version, the version's state changes."""
+    owns_state = together[-1] == sequence
+    return [
+        change
+        for change in changes
+        if (change.primitive == "events" and change.key == str(sequence))
+        or (change.primitive != "events" and owns_state)
+    ]
 
 
 def _previous_point(
@@ -236,30 +330,75 @@ def parse_point(db: rewinddb.Database, text: str) -> tuple[str, int | None]:
 
 
 def compare(db: rewinddb.Database, a: str, b: str, *, readable: bool = False) -> dict[str, Any]:
-    """Two points side by side: their logs from the common fork point, the first
-    divergent event, and the state diff from ``a`` to ``b`` (``readable``: as
-    ``event_detail``)."""
+    """Two points as two attempts: how each ended, where their histories part (the first
+    step each took its own way, steps compared by what they did), their event logs from
+    a little before the first event that differs (events compared by type and payload;
+    at most ``LOG_LIMIT`` a side), and the state diff from ``a`` to ``b`` without the
+    events (the logs show them), each row marked ``hidden`` when its presenter calls it
+    bookkeeping (``readable``: as ``event_detail``). ``comparison`` is the
+    ``StoryComparison`` itself (``compare_json`` makes it JSON)."""
     (branch_a, as_of_a), (branch_b, as_of_b) = parse_point(db, a), parse_point(db, b)
     with db.read():
         diff = db.diff(branch_a, branch_b, as_of_a=as_of_a, as_of_b=as_of_b, readable=readable)
         version_a, version_b = diff.a.version, diff.b.version
-        log_a = db.at(branch_a).events.list(as_of=version_a)
-        log_b = db.at(branch_b).events.list(as_of=version_b)
-        split = rewinddb.diff_event_logs(log_a, log_b)
+        told = story.compare_stories(db, (branch_a, version_a), (branch_b, version_b))
+        split = told.events
+        length_a = split.common_prefix + len(split.only_a)
+        length_b = split.common_prefix + len(split.only_b)
         shown_from = max(split.common_prefix - 3, 0)  # a little shared context
+        presenter = story.presenter_of(db, branch_b)
+        state_rows = []
+        for change in diff.changes:
+            if change.primitive == "events":
+                continue
+            row = change.to_dict()
+            row["label"] = presenter.key_label(change.primitive, change.key)
+            row["hidden"] = presenter.hidden(change)
+            state_rows.append(row)
+        events_left_out = len(diff.changes) - len(state_rows)
+        state = diff.to_dict()
+        state["changes"] = state_rows
+        state["counts"] = _counts(state_rows)
         return {
-            "a": {"branch": branch_a, "version": version_a, "events": len(log_a)},
-            "b": {"branch": branch_b, "version": version_b, "events": len(log_b)},
+            "a": {"branch": branch_a, "version": version_a, "events": length_a},
+            "b": {"branch": branch_b, "version": version_b, "events": length_b},
             "common_prefix": split.common_prefix,
             "first_divergent": {
                 "a": split.only_a[0].sequence if split.only_a else None,
                 "b": split.only_b[0].sequence if split.only_b else None,
             },
             "shown_from": shown_from,
-            "log_a": [_event_row(branch_a, item.event) for item in log_a[shown_from:]],
-            "log_b": [_event_row(branch_b, item.event) for item in log_b[shown_from:]],
-            "diff": diff.to_dict(),
+            "log_a": _log_rows(db, branch_a, version_a, shown_from),
+            "log_b": _log_rows(db, branch_b, version_b, shown_from),
+            "log_limit": LOG_LIMIT,
+            "diff": state,
+            "diff_events_left_out": events_left_out,
+            "comparison": told,
         }
+
+
+def compare_json(data: dict[str, Any]) -> dict[str, Any]:
+    told: story.StoryComparison = data["comparison"]
+    comparison = to_dict(told)
+    comparison.pop("events")  # the logs and first_divergent say it
+    for side, summary in (("a", told.a), ("b", told.b)):
+        comparison[side]["status_text"] = status_text(summary)
+    return {**data, "comparison": comparison}
+
+
+def _log_rows(db: rewinddb.Database, branch: str, version: int, start: int) -> list[dict[str, Any]]:
+    """At most ``LOG_LIMIT`` events of ``branch`` as of ``version`` from sequence ``start``."""
+    items = db.at(branch).events.list(
+        as_of=version, after=start - 1 if start else None, limit=LOG_LIMIT
+    )
+    return [_event_row(branch, item.event) for item in items]
+
+
+def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    counts = {"added": 0, "removed": 0, "changed": 0}
+    for row in rows:
+        counts[row["kind"]] += 1
+    return counts
 
 
 def _event_row(branch: str, event: rewinddb.Event) -> dict[str, Any]:

@@ -15,10 +15,21 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from rewinddb.presenters import readable
+from rewinddb.presenters import readable, short
 
 from .assets import HTMX_VERSION
-from .urls import branch_url, compare_url, event_url, key_url, tilde_encode
+from .stories import question_text, role_of, status_text
+from .urls import (
+    branch_url,
+    compare_url,
+    event_url,
+    key_url,
+    point_text,
+    step_url,
+    steps_url,
+    tilde_encode,
+    transcript_url,
+)
 
 TEMPLATES = Path(__file__).parent / "templates"
 #: Characters of a value's JSON text shown in a page before "load all".
@@ -53,6 +64,27 @@ def value_text(value: Any, limit: int | None = VALUE_LIMIT) -> tuple[str, int]:
     return text, len(text)
 
 
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 key``, ``2 keys``, ``1,000 branches`` (``many``: the plural, if not ``word + s``)."""
+    return f"{count:,} {word if count == 1 else many or word + 's'}"
+
+
+def noun(count: int, word: str, many: str | None = None) -> str:
+    """``word`` for one, its plural for any other count (``plural`` without the number)."""
+    return word if count == 1 else many or word + "s"
+
+
+def split_rows(changes: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Diff rows (``Change.to_dict()``, perhaps with ``label`` and ``hidden``) as (shown,
+    hidden), each with a ``label`` (its key, unless a presenter named it)."""
+    shown: list[dict[str, Any]] = []
+    hidden: list[dict[str, Any]] = []
+    for change in changes:
+        row = change if "label" in change else {**change, "label": change["key"]}
+        (hidden if row.get("hidden") else shown).append(row)
+    return shown, hidden
+
+
 def is_container(value: Any) -> bool:
     return isinstance(value, (dict, list)) and bool(value)
 
@@ -78,12 +110,23 @@ def make_templates(*, allow_writes: bool) -> jinja2.Environment:
         tilde=tilde_encode,
         script_json=script_json,
         readable=readable,
+        plural=plural,
+        noun=noun,
+        role=role_of,
+        question_text=question_text,
+        shorten=short,
+        split_rows=split_rows,
+        status_text=status_text,
     )
     env.globals.update(
         branch_url=branch_url,
         event_url=event_url,
         key_url=key_url,
         compare_url=compare_url,
+        step_url=step_url,
+        steps_url=steps_url,
+        transcript_url=transcript_url,
+        point_text=point_text,
         allow_writes=allow_writes,
         htmx_version=HTMX_VERSION,
         CHILDREN_LIMIT=CHILDREN_LIMIT,

@@ -48,6 +48,24 @@ def key_url(branch: str, space: str, key: str, suffix: str = "") -> str:
     return f"{branch_url(branch)}/keys/{tilde_encode(key)}{suffix}?{urlencode({'space': space})}"
 
 
+def step_url(branch: str, version: int, suffix: str = "") -> str:
+    """The page of the step of ``branch`` at ``version`` (a checkpoint, or a commit)."""
+    return f"{branch_url(branch)}/steps/{version}{suffix}"
+
+
+def steps_url(branch: str, suffix: str = "", before: int | None = None) -> str:
+    """A page of ``branch``'s steps: the newest, or those older than version ``before``."""
+    query = "" if before is None else f"?{urlencode({'before': before})}"
+    return f"{branch_url(branch)}/steps{suffix}{query}"
+
+
+def transcript_url(branch: str, suffix: str = "", before: int | None = None) -> str:
+    """A page of ``branch``'s conversation: the newest messages, or those before
+    position ``before``."""
+    query = "" if before is None else f"?{urlencode({'before': before})}"
+    return f"{branch_url(branch)}/transcript{suffix}{query}"
+
+
 def point_text(branch: str, version: int) -> str:
     """``BRANCH@VERSION``, how the compare page names a point."""
     return f"{branch}@{version}"

@@ -61,25 +61,58 @@ def test_timeline_pages_and_live_polling(client: TestClient) -> None:
 
 
 def test_event_fragment_shows_state_diff_and_blame(client: TestClient) -> None:
-    fragment = client.get("/branches/research/events/6", headers=HX)
+    fragment = client.get("/branches/research/events/5", headers=HX)
     assert fragment.status_code == 200
     assert "<html" not in fragment.text  # only the fragment
-    assert 'data-sequence="6"' in fragment.text
-    assert "$.sources[2]" in fragment.text  # the diff from event #5
+    assert 'data-sequence="5"' in fragment.text
+    assert "$.sources[1]" in fragment.text  # the diff from event #4
     assert "last changed" in fragment.text
-    full = client.get("/branches/research/events/6")
-    assert "<html" in full.text and 'data-sequence="6"' in full.text  # the permalink
-    detail = client.get("/branches/research/events/6.json").json()
-    assert detail == client.get("/api/branches/research/events/6").json()
+    full = client.get("/branches/research/events/5")
+    assert "<html" in full.text and 'data-sequence="5"' in full.text  # the permalink
+    detail = client.get("/branches/research/events/5.json").json()
+    assert detail == client.get("/api/branches/research/events/5").json()
     assert detail["previous"] == {
         "branch": "research",
         "version": detail["point"]["version"] - 1,
-        "label": "event #5",
+        "label": "event #4",
     }
     paths = {c["path"] for c in detail["diff"]["changes"]}
-    assert "$.sources[2]" in paths
+    assert "$.sources[1]" in paths
     notebook = next(row for row in detail["state"]["json"] if row["key"] == "notebook")
-    assert notebook["last_write"]["event"]["sequence"] in (6, 7)
+    assert notebook["last_write"]["event"]["sequence"] == 5
+
+
+def test_events_of_one_version_each_show_their_own_change(client: TestClient) -> None:
+    """#6 (a search) and #7 (a note) were committed in one version: #7, the one blame
+    names, shows the version's state change and itself; #6 shows itself, never #7."""
+    six = client.get("/branches/research/events/6.json").json()
+    seven = client.get("/branches/research/events/7.json").json()
+    assert six["event"]["version"] == seven["event"]["version"]
+    assert six["together"] == seven["together"] == [6, 7]
+    assert (six["state_with"], seven["state_with"]) == (7, None)
+    assert (
+        six["previous"]
+        == seven["previous"]
+        == {
+            "branch": "research",
+            "version": six["event"]["version"] - 1,
+            "label": "event #5",
+        }
+    )
+
+    def rows(detail: dict) -> set[tuple[str, str, str]]:
+        return {(c["primitive"], c["key"], c["path"]) for c in detail["diff"]["changes"]}
+
+    assert rows(six) == {("events", "6", "$")}
+    assert ("events", "6", "$") not in rows(seven) and ("events", "7", "$") in rows(seven)
+    assert ("json", "notebook", "$.sources[2]") in rows(seven)
+    notebook = next(row for row in seven["state"]["json"] if row["key"] == "notebook")
+    assert notebook["last_write"]["event"]["sequence"] == 7  # blame agrees
+    page = client.get("/branches/research/events/7", headers=HX).text
+    assert "$.sources[2]" in page and "no changes" not in page
+    page = client.get("/branches/research/events/6", headers=HX).text
+    assert "$.sources[2]" not in page and "event #7" not in page
+    assert 'shown with <a href="/branches/research/events/7">#7</a>' in page
 
 
 def test_inherited_events_are_read_where_they_happened(client: TestClient) -> None:
@@ -268,7 +301,7 @@ def test_the_explorer_serves_a_postgresql_database(postgres_url: str) -> None:
     with TestClient(create_app(postgres_url), base_url="http://localhost") as client:
         assert client.app.state.db.readonly  # type: ignore[attr-defined]
         assert "research-retry-2" in client.get("/").text
-        detail = client.get("/branches/research/events/6.json").json()
+        detail = client.get("/branches/research/events/7.json").json()
         assert "$.sources[2]" in {c["path"] for c in detail["diff"]["changes"]}
         assert client.get("/branches/research", params={"q": "fund-08"}).status_code == 200
 

@@ -1,10 +1,93 @@
-// rewinddb explorer: draws the branch graph, keeps the selected event highlighted,
-// j/k keys, picking two dots to compare, and the CSRF header for htmx writes.
+// rewinddb explorer: draws the branch graph (its points reachable by keyboard too),
+// keeps the selected event highlighted, j/k keys, picking two points to compare, and
+// the CSRF header for htmx writes.
 // No inline scripts anywhere: the Content-Security-Policy allows only this file.
 "use strict";
 
 (function () {
   var picks = [];
+
+  // customdata of a point: [its page, "BRANCH@VERSION"] (set by the server).
+  function openPoint(target) {
+    var mode = document.getElementById("compare-mode");
+    if (mode && mode.checked) {
+      picks.push(target[1]);
+      var shown = document.getElementById("compare-picks");
+      if (shown) shown.textContent = picks.join(" vs ");
+      if (picks.length === 2) {
+        var url = "/compare?a=" + encodeURIComponent(picks[0]) + "&b=" + encodeURIComponent(picks[1]);
+        picks = [];
+        window.location.assign(url);
+      }
+      return;
+    }
+    window.location.assign(target[0]);
+  }
+
+  // The keyboard's point: an index into the points trace, kept across redraws by its
+  // BRANCH@VERSION (a live update redraws the graph).
+  var focused = null;
+
+  function pointsTrace(holder) {
+    var data = holder.data || [];
+    return data.length ? { index: data.length - 1, trace: data[data.length - 1] } : null;
+  }
+
+  function showFocus(holder) {
+    var found = pointsTrace(holder);
+    var label = document.getElementById("graph-focus");
+    if (!found || focused === null) return;
+    var at = found.trace.customdata.findIndex(function (c) { return c[1] === focused; });
+    if (at === -1) return;
+    Plotly.Fx.hover(holder, [{ curveNumber: found.index, pointNumber: at }]);
+    if (label) label.textContent = found.trace.hovertext[at];
+  }
+
+  function moveFocus(holder, key) {
+    var found = pointsTrace(holder);
+    if (!found || !found.trace.x.length) return;
+    var trace = found.trace;
+    var at = focused === null ? -1 : trace.customdata.findIndex(function (c) { return c[1] === focused; });
+    var next = at;
+    if (at === -1) {
+      next = 0;
+    } else if (key === "ArrowLeft" || key === "ArrowRight") {
+      var step = key === "ArrowRight" ? 1 : -1;
+      var best = -1;
+      for (var i = 0; i < trace.x.length; i++) {
+        if (trace.y[i] !== trace.y[at] || (trace.x[i] - trace.x[at]) * step <= 0) continue;
+        if (best === -1 || Math.abs(trace.x[i] - trace.x[at]) < Math.abs(trace.x[best] - trace.x[at])) best = i;
+      }
+      if (best !== -1) next = best;
+    } else {
+      var lanes = trace.y.slice().sort(function (p, q) { return p - q; }).filter(function (lane, i, all) { return i === 0 || all[i - 1] !== lane; });
+      var lane = lanes.indexOf(trace.y[at]) + (key === "ArrowDown" ? 1 : -1);
+      if (lane >= 0 && lane < lanes.length) {
+        var closest = -1;
+        for (var j = 0; j < trace.x.length; j++) {
+          if (trace.y[j] !== lanes[lane]) continue;
+          if (closest === -1 || Math.abs(trace.x[j] - trace.x[at]) < Math.abs(trace.x[closest] - trace.x[at])) closest = j;
+        }
+        if (closest !== -1) next = closest;
+      }
+    }
+    focused = trace.customdata[next][1];
+    showFocus(holder);
+  }
+
+  function graphKeys(event) {
+    var holder = event.currentTarget;
+    var keys = ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown"];
+    if (keys.indexOf(event.key) !== -1) {
+      moveFocus(holder, event.key);
+      event.preventDefault();
+    } else if (event.key === "Enter" && focused !== null) {
+      var found = pointsTrace(holder);
+      var at = found ? found.trace.customdata.findIndex(function (c) { return c[1] === focused; }) : -1;
+      if (at !== -1) openPoint(found.trace.customdata[at]);
+      event.preventDefault();
+    }
+  }
 
   function drawGraph() {
     var holder = document.getElementById("graph");
@@ -16,22 +99,13 @@
       holder.on("plotly_click", function (event) {
         var point = event.points[event.points.length - 1];
         if (!point || point.curveNumber !== spec.data.length - 1) return;
-        // customdata of a dot: [its page, "BRANCH@VERSION"] (set by the server).
-        var target = point.customdata;
-        var mode = document.getElementById("compare-mode");
-        if (mode && mode.checked) {
-          picks.push(target[1]);
-          var shown = document.getElementById("compare-picks");
-          if (shown) shown.textContent = picks.join(" vs ");
-          if (picks.length === 2) {
-            var url = "/compare?a=" + encodeURIComponent(picks[0]) + "&b=" + encodeURIComponent(picks[1]);
-            picks = [];
-            window.location.assign(url);
-          }
-          return;
-        }
-        window.location.assign(target[0]);
+        openPoint(point.customdata);
       });
+      if (!holder.dataset.keys) {
+        holder.dataset.keys = "on";
+        holder.addEventListener("keydown", graphKeys);
+      }
+      if (document.activeElement === holder) showFocus(holder);
     });
   }
 
@@ -61,6 +135,7 @@
 
   document.addEventListener("keydown", function (event) {
     var tag = (event.target && event.target.tagName) || "";
+    if (event.target && event.target.id === "graph") return;
     if (tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA" || event.ctrlKey || event.metaKey || event.altKey) return;
     if (event.key === "j") { step(1); event.preventDefault(); }
     if (event.key === "k") { step(-1); event.preventDefault(); }
