@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 #: Values longer than this (as JSON text) are shortened in HTML.
 MAX_VALUE_CHARS = 500
+#: Children of one object or array a tree shows (the first and the last halves).
+MAX_TREE_ITEMS = 100
 #: Characters of stored JSON shown as raw text before it is cut.
 MAX_RAW_CHARS = 50_000
 
@@ -71,12 +73,32 @@ def value_tree(value: Any, label: str = "", *, open_levels: int = 1, decode: boo
 def _tree(value: Any, label: str, open_levels: int) -> str:
     name = f"<b>{escape(label)}</b>: " if label else ""
     if isinstance(value, dict) and value:
-        children = "".join(_tree(v, str(k), open_levels - 1) for k, v in value.items())
+        items = [(str(k), v) for k, v in value.items()]
+        children = _children(items, open_levels, "key")
         return _details(f"{name}{{{plural(len(value), 'key')}}}", children, open_levels > 0)
     if isinstance(value, list) and value:
-        children = "".join(_tree(v, f"[{i}]", open_levels - 1) for i, v in enumerate(value))
+        children = _children([(f"[{i}]", v) for i, v in enumerate(value)], open_levels, "item")
         return _details(f"{name}[{plural(len(value), 'item')}]", children, open_levels > 0)
     return f'<div style="margin-left:1em;{WRAP}">{name}<code>{value_text(value)}</code></div>'
+
+
+def _children(items: list[tuple[str, Any]], open_levels: int, word: str) -> str:
+    """The children of an object or array, the middle ones left out past
+    ``MAX_TREE_ITEMS`` (the first and the last halves shown: a log's newest are last)."""
+    if len(items) <= MAX_TREE_ITEMS:
+        return "".join(_tree(v, k, open_levels - 1) for k, v in items)
+    half = MAX_TREE_ITEMS // 2
+    head, tail = items[:half], items[-half:]
+    left_out = len(items) - 2 * half
+    gap = (
+        f'<div style="margin-left:1em;color:#666"><i>… {plural(left_out, word)} '
+        f"({escape(items[half][0])} to {escape(items[-half - 1][0])}) not shown</i></div>"
+    )
+    return (
+        "".join(_tree(v, k, open_levels - 1) for k, v in head)
+        + gap
+        + "".join(_tree(v, k, open_levels - 1) for k, v in tail)
+    )
 
 
 def _details(summary: str, body: str, is_open: bool) -> str:

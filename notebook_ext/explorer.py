@@ -44,6 +44,14 @@ def _html_widget(layout: dict[str, str]) -> widgets.HTML:
     return widgets.HTML(layout=widgets.Layout(**layout))
 
 
+#: The events tab: its panels are filled when it is shown (reading the state and a
+#: decoded diff of a long thread is the widget's slowest read, and often not looked at).
+#: Dots a lane of the graph draws at most (evenly thinned): more than its width shows.
+GRAPH_POINTS = 500
+TABS = ("conversation", "steps", "events", "compare")
+EVENTS_TAB = TABS.index("events")
+
+
 @dataclass(frozen=True)
 class _Point:
     branch: str
@@ -81,6 +89,7 @@ class Explorer(widgets.VBox):
         self._transcript_before: int | None = None
         self._transcript: Any = None
         self._detail: story.StepDetail | None = None
+        self._events_stale = False
         self.title = widgets.HTML()
         self.message = widgets.HTML(layout=widgets.Layout(**_WIDE))
         if db is None:
@@ -98,7 +107,7 @@ class Explorer(widgets.VBox):
         self.tabs = widgets.Tab(
             [self._conversation_tab(), self._steps_tab(), self._events_tab(), self._compare_tab()]
         )
-        for index, name in enumerate(("conversation", "steps", "events", "compare")):
+        for index, name in enumerate(TABS):
             self.tabs.set_title(index, name)
         super().__init__(
             [
@@ -114,6 +123,7 @@ class Explorer(widgets.VBox):
         self.branch.observe(self._on_branch, names="value")
         self.all_branches.observe(lambda _: self.refresh(), names="value")
         self.refresh(select=branch)
+        self.tabs.observe(self._on_tab, names="selected_index")
         self.tabs.selected_index = 0 if self._transcript is not None else 1
         if live:
             threading.Thread(target=self._poll, args=(poll_interval,), daemon=True).start()
@@ -264,7 +274,7 @@ class Explorer(widgets.VBox):
         self._load_branch()
 
     def _draw_graph(self, version: int, branches: list[str]) -> None:
-        graph = only_branches(self._db().graph(max_points_per_branch=2000), branches)
+        graph = only_branches(self._db().graph(max_points_per_branch=GRAPH_POINTS), branches)
         figure = graph_figure(graph, head=version)
         with self.graph.batch_update():
             self.graph.data = []
@@ -280,9 +290,11 @@ class Explorer(widgets.VBox):
         self._load_story(select_last=True)
         self._load_events(follow=True)
 
-    def _load_story(self, *, select_last: bool, select: int | None = None) -> None:
+    def _load_story(
+        self, *, select_last: bool, select: int | None = None, steps: bool = True
+    ) -> None:
         """Read the story pages at the cursors; select ``select`` (a version), the page's
-        last step, or keep the selection."""
+        last step, or keep the selection (``steps=False``: only the conversation moved)."""
         try:
             found = story.branch_story(
                 self._db(),
@@ -297,7 +309,8 @@ class Explorer(widgets.VBox):
         self._transcript = found.transcript
         self.summary_panel.value = _panel(_html.summary_html(found.summary))
         self._show_transcript()
-        self._show_steps(found.steps, select_last=select_last, select=select)
+        if steps:
+            self._show_steps(found.steps, select_last=select_last, select=select)
 
     def _story_problem(self, error: rewinddb.RewindError) -> None:
         text = _html.message(f"cannot tell this branch's story: {error}", error=True)
@@ -332,7 +345,7 @@ class Explorer(widgets.VBox):
         else:
             end = transcript.start + len(transcript.messages) + STEPS_PAGE
             self._transcript_before = end if end < transcript.total else None
-        self._load_story(select_last=False)
+        self._load_story(select_last=False, steps=False)
 
     # -- steps -------------------------------------------------------------------------
 
@@ -458,10 +471,13 @@ class Explorer(widgets.VBox):
                 self.slider.value = last
         finally:
             self._updating = False
-        self.show(self.slider.value)
+        self._events_stale = True
+        if self.tabs.selected_index == EVENTS_TAB:  # else when the tab is opened
+            self.show(self.slider.value)
 
     def show(self, index: int) -> None:
         """Fill the events tab's panels for event ``index`` of the selected branch."""
+        self._events_stale = False
         db = self._db()
         if not self._events:
             self.event_panel.value = _html.message(
@@ -573,6 +589,10 @@ class Explorer(widgets.VBox):
     def _on_step_slider(self, change: dict[str, Any]) -> None:
         if not self._updating and self._step_versions:
             self.select_step(self._step_versions[change["new"]])
+
+    def _on_tab(self, change: dict[str, Any]) -> None:
+        if change["new"] == EVENTS_TAB and self._events_stale:
+            self.show(self.slider.value)
 
     def _on_slider(self, change: dict[str, Any]) -> None:
         if not self._updating:

@@ -30,3 +30,14 @@ def test_raw_json_is_escaped_and_cut() -> None:
     assert "&lt;3 bytes&gt;" in html
     cut = rendering.json_html({"long": "x" * 500}, limit=100)
     assert "characters in all" in cut and "x" * 200 not in cut
+
+
+def test_a_long_list_shows_its_first_and_last_items() -> None:
+    half = rendering.MAX_TREE_ITEMS // 2
+    html = rendering.value_tree([f"m{n}" for n in range(1_000)], "messages", decode=False)
+    assert "[1,000 items]" in html and "&quot;m0&quot;" in html and "&quot;m999&quot;" in html
+    assert f"&quot;m{half}&quot;" not in html and f"&quot;m{999 - half}&quot;" not in html
+    assert f"… 900 items ([{half}] to [{999 - half}]) not shown" in html
+    assert html.count("<code>") == rendering.MAX_TREE_ITEMS
+    short = rendering.value_tree(list(range(rendering.MAX_TREE_ITEMS)), decode=False)
+    assert "not shown" not in short

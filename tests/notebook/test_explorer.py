@@ -15,6 +15,7 @@ from react_run import ReactRun
 import rewinddb
 from rewinddb import rendering
 from rewinddb.notebook import explore, show_diff
+from rewinddb.notebook.explorer import EVENTS_TAB
 
 from .conftest import click, text
 
@@ -49,6 +50,9 @@ def test_scrubbing_through_a_branch(tutorial: Path) -> None:
 
 def test_switching_branches_and_the_graph(tutorial: Path) -> None:
     explorer = explore(tutorial)
+    assert explorer.event_panel.value == ""  # filled when the events tab opens
+    explorer.tabs.selected_index = EVENTS_TAB
+    assert "has no events yet" in explorer.event_panel.value  # default's log is empty
     assert explorer.branch.options == ("default", "run-1", "run-2", "run-3")
     assert "4 branches, version 18" in explorer.title.value
     assert "internal" not in explorer.title.value  # default has writes: it is listed
@@ -108,6 +112,7 @@ def test_bad_input_is_a_message_not_a_traceback(tmp_path: Path, tutorial: Path) 
     assert explorer.branch.value == "default"
     with rewinddb.open(tmp_path / "empty") as db:
         explorer = explore(db)
+        explorer.tabs.selected_index = EVENTS_TAB
         assert "no events yet" in explorer.event_panel.value
         assert explorer.slider.disabled
 
@@ -138,6 +143,7 @@ def test_live_follows_events_another_process_appends(db_path: Path) -> None:
     with rewinddb.open(db_path) as db:
         db.events.append("start", {})
         explorer = explore(db_path, live=True, poll_interval=0.1)
+        explorer.tabs.selected_index = EVENTS_TAB
         assert explorer.slider.max == 0
 
         agent = (
@@ -168,6 +174,7 @@ def test_a_branch_with_few_events(db_path: Path, events: int) -> None:
         for n in range(events):
             db.events.append("only", {"n": n})
         explorer = explore(db)
+        explorer.tabs.selected_index = EVENTS_TAB
         assert explorer.slider.max == 0
         assert explorer.state_panel.value
 
@@ -182,6 +189,7 @@ def test_a_langgraph_thread_reads_as_text(tmp_path: Path) -> None:
     with RewindSaver.from_path(path) as saver:
         chat_graph(saver).invoke({"log": [HOSTILE]}, thread("t"))
     explorer = explore(path, branch="lg/t")
+    explorer.tabs.selected_index = EVENTS_TAB
     explorer.slider.value = explorer.slider.max
     panels = explorer.event_panel.value + explorer.diff_panel.value + explorer.state_panel.value
     assert "reply 1" in explorer.event_panel.value and "reply 1" in explorer.diff_panel.value
