@@ -58,7 +58,7 @@ START, INTERRUPT, RESUME, ERROR = "__start__", "__interrupt__", "__resume__", "_
 _CHUNK = 64
 _MAX_EVENTS = 4096
 #: Events read from the end of a branch for its last answer (the overview's outcome).
-_RECENT = 32
+_RECENT = 16
 #: Messages a transcript decodes after its page, looking for the results of its calls.
 _RESULTS_AHEAD = 64
 #: Checkpoint metadata that is LangGraph's own (the step shows it) rather than the user's.

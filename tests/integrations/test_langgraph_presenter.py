@@ -169,7 +169,7 @@ def test_the_fork_is_an_edit_of_a_step_with_the_edited_call(
     assert edited.tool_calls[0].arguments == react.edited_args and edited.step == edit.version
     assert transcript.messages[-1].text == react.fork_answer
     # As of a step it inherited, the fork's conversation is its parent's.
-    inherited = steps[mine - 1].version
+    inherited = steps[mine - 2].version  # before the fork point: read on the parent
     assert PRESENTER.transcript(react_db, react.fork_branch, as_of=inherited) == (
         PRESENTER.transcript(react_db, react.main_branch, as_of=inherited)
     )
