@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
 from html import escape
 from typing import Any
 
@@ -21,41 +20,20 @@ import plotly.graph_objects as go
 import rewinddb
 from rewinddb import rendering, story
 from rewinddb.plotting import graph_figure, points_trace
-from rewinddb.presenters import STEPS_PAGE, Fork
+from rewinddb.presenters import STEPS_PAGE, Fork, StepPage, Transcript
 
 from . import _html
+from ._compare import CompareTab
+from ._events import EventsTab
 from ._graph import only_branches
+from ._layout import ROW, TALL, WIDE, html_widget, panel
 
-#: A panel's HTML: normal line height (the HTML widget's is a control's), text wraps.
-_PANEL = '<div style="line-height:1.45;min-width:0;{wrap}">{body}</div>'
-#: Panels side by side share the width and wrap under each other when it is narrow.
-_ROW = {"flex_flow": "row wrap", "width": "100%", "align_items": "flex-start"}
-_COLUMN = {"flex": "1 1 22em", "min_width": "0", "overflow": "auto"}
-_WIDE = {"width": "100%", "min_width": "0", "overflow": "auto"}
-#: A long panel (a conversation, a state) scrolls within a screenful.
-_TALL = {**_WIDE, "max_height": "40em"}
-
-
-def _panel(body: str) -> str:
-    return _PANEL.format(wrap=rendering.WRAP.replace("white-space:pre-wrap", ""), body=body)
-
-
-def _html_widget(layout: dict[str, str]) -> widgets.HTML:
-    return widgets.HTML(layout=widgets.Layout(**layout))
-
-
-#: The events tab: its panels are filled when it is shown (reading the state and a
-#: decoded diff of a long thread is the widget's slowest read, and often not looked at).
 #: Dots a lane of the graph draws at most (evenly thinned): more than its width shows.
 GRAPH_POINTS = 500
 TABS = ("conversation", "steps", "events", "compare")
-EVENTS_TAB = TABS.index("events")
-
-
-@dataclass(frozen=True)
-class _Point:
-    branch: str
-    version: int
+#: The events tab fills its panels when it is shown (the state and a decoded diff of a
+#: long thread are the widget's slowest reads, and often not looked at).
+CONVERSATION_TAB, EVENTS_TAB = TABS.index("conversation"), TABS.index("events")
 
 
 class Explorer(widgets.VBox):
@@ -78,7 +56,6 @@ class Explorer(widgets.VBox):
     ) -> None:
         self.db = db
         self._owns_db = owns_db
-        self._events: list[rewinddb.Event] = []
         self._seen_version = -1
         self._stop = threading.Event()
         self._updating = False
@@ -87,11 +64,11 @@ class Explorer(widgets.VBox):
         self._steps_before: int | None = None
         self._step_versions: list[int] = []
         self._transcript_before: int | None = None
-        self._transcript: Any = None
+        self._transcript: Transcript | None = None
         self._detail: story.StepDetail | None = None
-        self._events_stale = False
+        self._older_cursor: int | None = None
         self.title = widgets.HTML()
-        self.message = widgets.HTML(layout=widgets.Layout(**_WIDE))
+        self.message = widgets.HTML(layout=widgets.Layout(**WIDE))
         if db is None:
             super().__init__([self.title, self.message])
             self.message.value = _html.message(problem or "no database", error=True)
@@ -103,9 +80,22 @@ class Explorer(widgets.VBox):
         self.all_branches = widgets.Checkbox(
             value=all_branches, description="internal branches", indent=False
         )
-        self.summary_panel = _html_widget(_WIDE)
+        self.summary_panel = html_widget(WIDE)
+        self.events = EventsTab(db)
+        self.compare_tab = CompareTab(db)
+        # The tabs' controls and panels, by name, for code and tests that drive the widget.
+        self.slider, self.play = self.events.slider, self.events.play
+        self.previous_button, self.next_button = (
+            self.events.previous_button,
+            self.events.next_button,
+        )
+        self.event_panel, self.diff_panel = self.events.event_panel, self.events.diff_panel
+        self.state_panel = self.events.state_panel
+        self.compare_a, self.compare_b = self.compare_tab.compare_a, self.compare_tab.compare_b
+        self.compare_button = self.compare_tab.compare_button
+        self.compare_panel = self.compare_tab.compare_panel
         self.tabs = widgets.Tab(
-            [self._conversation_tab(), self._steps_tab(), self._events_tab(), self._compare_tab()]
+            [self._conversation_tab(), self._steps_tab(), self.events, self.compare_tab]
         )
         for index, name in enumerate(TABS):
             self.tabs.set_title(index, name)
@@ -114,7 +104,7 @@ class Explorer(widgets.VBox):
                 self.title,
                 self.message,
                 self.graph,
-                widgets.HBox([self.branch, self.all_branches], layout=widgets.Layout(**_ROW)),
+                widgets.HBox([self.branch, self.all_branches], layout=widgets.Layout(**ROW)),
                 self.summary_panel,
                 self.tabs,
             ],
@@ -124,22 +114,24 @@ class Explorer(widgets.VBox):
         self.all_branches.observe(lambda _: self.refresh(), names="value")
         self.refresh(select=branch)
         self.tabs.observe(self._on_tab, names="selected_index")
-        self.tabs.selected_index = 0 if self._transcript is not None else 1
+        self.tabs.selected_index = (
+            CONVERSATION_TAB if self._transcript is not None else TABS.index("steps")
+        )
         if live:
             threading.Thread(target=self._poll, args=(poll_interval,), daemon=True).start()
 
     # -- the tabs --------------------------------------------------------------------
 
     def _conversation_tab(self) -> widgets.Widget:
-        self.transcript_panel = _html_widget(_TALL)
+        self.transcript_panel = html_widget(TALL)
         self.older_messages = widgets.Button(description="◀ older messages")
         self.newer_messages = widgets.Button(description="newer messages ▶")
         self.older_messages.on_click(lambda _: self.page_transcript(-1))
         self.newer_messages.on_click(lambda _: self.page_transcript(1))
         paging = widgets.HBox(
-            [self.older_messages, self.newer_messages], layout=widgets.Layout(**_ROW)
+            [self.older_messages, self.newer_messages], layout=widgets.Layout(**ROW)
         )
-        return widgets.VBox([paging, self.transcript_panel], layout=widgets.Layout(**_WIDE))
+        return widgets.VBox([paging, self.transcript_panel], layout=widgets.Layout(**WIDE))
 
     def _steps_tab(self) -> widgets.Widget:
         self.steps = widgets.Select(
@@ -153,9 +145,9 @@ class Explorer(widgets.VBox):
         self.older_steps.on_click(lambda _: self.page_steps(-1))
         self.newer_steps.on_click(lambda _: self.page_steps(1))
         self.steps_info = widgets.HTML()
-        self.step_panel = _html_widget(_WIDE)
-        self.step_state_panel = _html_widget(_TALL)
-        self.raw_panel = _html_widget(_WIDE)
+        self.step_panel = html_widget(WIDE)
+        self.step_state_panel = html_widget(TALL)
+        self.raw_panel = html_widget(WIDE)
         self.show_hidden = widgets.ToggleButton(description="show 0 hidden", disabled=True)
         self.show_raw = widgets.ToggleButton(description="raw stored JSON")
         self.steps.observe(self._on_step, names="value")
@@ -165,7 +157,7 @@ class Explorer(widgets.VBox):
         chooser = widgets.VBox(
             [
                 self.steps_info,
-                widgets.HBox([self.older_steps, self.newer_steps], layout=widgets.Layout(**_ROW)),
+                widgets.HBox([self.older_steps, self.newer_steps], layout=widgets.Layout(**ROW)),
                 self.step_slider,
                 self.steps,
             ],
@@ -173,61 +165,14 @@ class Explorer(widgets.VBox):
         )
         detail = widgets.VBox(
             [
-                widgets.HBox([self.show_hidden, self.show_raw], layout=widgets.Layout(**_ROW)),
+                widgets.HBox([self.show_hidden, self.show_raw], layout=widgets.Layout(**ROW)),
                 self.step_panel,
                 self.step_state_panel,
                 self.raw_panel,
             ],
             layout=widgets.Layout(flex="1 1 28em", min_width="0", overflow="auto"),
         )
-        return widgets.HBox([chooser, detail], layout=widgets.Layout(**_ROW))
-
-    def _events_tab(self) -> widgets.Widget:
-        self.slider = widgets.IntSlider(description="event", min=0, max=0, continuous_update=True)
-        self.play = widgets.Play(interval=500, min=0, max=0)
-        widgets.jslink((self.play, "value"), (self.slider, "value"))
-        self.previous_button = widgets.Button(description="◀", layout={"width": "3em"})
-        self.next_button = widgets.Button(description="▶", layout={"width": "3em"})
-        self.event_panel = _html_widget(_COLUMN)
-        self.diff_panel = _html_widget(_COLUMN)
-        self.state_panel = _html_widget(_TALL)
-        self.slider.observe(self._on_slider, names="value")
-        self.previous_button.on_click(lambda _: self.step(-1))
-        self.next_button.on_click(lambda _: self.step(1))
-        controls = widgets.HBox(
-            [self.previous_button, self.play, self.slider, self.next_button],
-            layout=widgets.Layout(**_ROW),
-        )
-        return widgets.VBox(
-            [
-                controls,
-                widgets.HBox([self.event_panel, self.diff_panel], layout=widgets.Layout(**_ROW)),
-                self.state_panel,
-            ],
-            layout=widgets.Layout(**_WIDE),
-        )
-
-    def _compare_tab(self) -> widgets.Widget:
-        field = {"flex": "1 1 14em", "min_width": "10em"}
-        self.compare_a = widgets.Text(
-            description="a", placeholder="branch@version", layout=widgets.Layout(**field)
-        )
-        self.compare_b = widgets.Text(
-            description="b", placeholder="branch@version", layout=widgets.Layout(**field)
-        )
-        self.compare_button = widgets.Button(description="compare")
-        self.compare_button.on_click(lambda _: self.compare())
-        self.compare_panel = _html_widget(_WIDE)
-        return widgets.VBox(
-            [
-                widgets.HBox(
-                    [self.compare_a, self.compare_b, self.compare_button],
-                    layout=widgets.Layout(**_ROW),
-                ),
-                self.compare_panel,
-            ],
-            layout=widgets.Layout(**_WIDE),
-        )
+        return widgets.HBox([chooser, detail], layout=widgets.Layout(**ROW))
 
     # -- loading -----------------------------------------------------------------------
 
@@ -288,7 +233,7 @@ class Explorer(widgets.VBox):
         """Read the selected branch's story (summary, conversation, steps) and events."""
         self._step_cursors, self._steps_before, self._transcript_before = [], None, None
         self._load_story(select_last=True)
-        self._load_events(follow=True)
+        self.events.load(self.branch.value, follow=True)
 
     def _load_story(
         self, *, select_last: bool, select: int | None = None, steps: bool = True
@@ -307,7 +252,7 @@ class Explorer(widgets.VBox):
             return
         self._fork = found.summary.fork
         self._transcript = found.transcript
-        self.summary_panel.value = _panel(_html.summary_html(found.summary))
+        self.summary_panel.value = panel(_html.summary_html(found.summary))
         self._show_transcript()
         if steps:
             self._show_steps(found.steps, select_last=select_last, select=select)
@@ -329,7 +274,7 @@ class Explorer(widgets.VBox):
 
     def _show_transcript(self) -> None:
         transcript = self._transcript
-        self.transcript_panel.value = _panel(_html.transcript_html(transcript, self._fork))
+        self.transcript_panel.value = panel(_html.transcript_html(transcript, self._fork))
         self.older_messages.disabled = transcript is None or transcript.start == 0
         self.newer_messages.disabled = (
             transcript is None or transcript.start + len(transcript.messages) >= transcript.total
@@ -349,7 +294,7 @@ class Explorer(widgets.VBox):
 
     # -- steps -------------------------------------------------------------------------
 
-    def _show_steps(self, page: Any, *, select_last: bool, select: int | None) -> None:
+    def _show_steps(self, page: StepPage, *, select_last: bool, select: int | None) -> None:
         self._step_versions = [step.version for step in page.steps]
         current = self.steps.value
         self._updating = True
@@ -371,7 +316,7 @@ class Explorer(widgets.VBox):
         self.newer_steps.disabled = not self._step_cursors
         if not page.steps:
             self._detail = None
-            self.step_panel.value = _panel(_html.message("This branch has no steps yet."))
+            self.step_panel.value = panel(_html.message("This branch has no steps yet."))
             self.step_state_panel.value = self.raw_panel.value = ""
             return
         if select is None:
@@ -429,11 +374,11 @@ class Explorer(widgets.VBox):
         self.show_hidden.description = (
             f"hide {hidden} hidden" if self.show_hidden.value else f"show {hidden} hidden"
         )
-        self.step_panel.value = _panel(
+        self.step_panel.value = panel(
             _html.detail_html(detail, show_hidden=self.show_hidden.value, fork=self._fork)
         )
-        self.step_state_panel.value = _panel(_html.state_html(detail))
-        self.raw_panel.value = _panel(_html.raw_html(detail)) if self.show_raw.value else ""
+        self.step_state_panel.value = panel(_html.state_html(detail))
+        self.raw_panel.value = panel(_html.raw_html(detail)) if self.show_raw.value else ""
 
     def page_steps(self, direction: int) -> None:
         """Show the page of steps before (-1) or after (1) the one shown."""
@@ -448,139 +393,14 @@ class Explorer(widgets.VBox):
             self._steps_before = self._step_cursors.pop()
         self._load_story(select_last=True)
 
-    # -- events ------------------------------------------------------------------------
-
-    def _load_events(self, *, follow: bool) -> None:
-        """Read the selected branch's log; keep the position unless it was at the end."""
-        at_end = not self._events or self.slider.value >= len(self._events) - 1
-        try:
-            view = self._db().at(self.branch.value)
-            self._events = [item.event for item in view.events.list()]
-            self._info = view.info()
-        except rewinddb.RewindError as error:
-            self._events = []
-            self.event_panel.value = _html.message(str(error), error=True)
-            self.diff_panel.value = self.state_panel.value = ""
-            return
-        last = max(len(self._events) - 1, 0)
-        self._updating = True
-        try:
-            self.slider.max = self.play.max = last
-            self.slider.disabled = not self._events
-            if follow and at_end:
-                self.slider.value = last
-        finally:
-            self._updating = False
-        self._events_stale = True
-        if self.tabs.selected_index == EVENTS_TAB:  # else when the tab is opened
-            self.show(self.slider.value)
-
-    def show(self, index: int) -> None:
-        """Fill the events tab's panels for event ``index`` of the selected branch."""
-        self._events_stale = False
-        db = self._db()
-        if not self._events:
-            self.event_panel.value = _html.message(
-                f"branch {self.branch.value!r} has no events yet; its state now:"
-            )
-            self.diff_panel.value = ""
-            try:
-                self.state_panel.value = rendering.state_html(db.at(self.branch.value).snapshot())
-            except rewinddb.RewindError as error:
-                self.state_panel.value = _html.message(str(error), error=True)
-            return
-        event = self._events[index]
-        point, previous = self._point(event), self._previous(index)
-        try:
-            snapshot = db.at(point.branch).snapshot(as_of=point.version)
-            diff = db.diff(
-                previous.branch,
-                point.branch,
-                as_of_a=previous.version,
-                as_of_b=point.version,
-                readable=True,
-            )
-        except rewinddb.RewindError as error:
-            self.state_panel.value = _html.message(str(error), error=True)
-            self.diff_panel.value = ""
-        else:
-            self.state_panel.value = "<b>state as of this event</b>" + rendering.state_html(
-                snapshot
-            )
-            self.diff_panel.value = "<b>changed since the previous event</b>" + (
-                rendering.diff_html(diff)
-            )
-        self.event_panel.value = rendering.event_html(event)
-
-    def _point(self, event: rewinddb.Event) -> _Point:
-        """Where to read the state at ``event``: this branch, or (for events it inherited
-        from before its fork point) the branch that appended it."""
-        if event.version >= self._info.forked_at:
-            return _Point(self.branch.value, event.version)
-        return _Point(event.branch, event.version)
-
-    def _previous(self, index: int) -> _Point:
-        if index > 0:
-            return self._point(self._events[index - 1])
-        first = self._point(self._events[0])
-        return _Point(first.branch, self._db().branches.get(first.branch).forked_at)
-
-    def step(self, delta: int) -> None:
-        """Move the event slider by ``delta`` events (the ◀ ▶ buttons)."""
-        self.slider.value = min(max(self.slider.value + delta, 0), self.slider.max)
-
-    # -- compare -----------------------------------------------------------------------
-
-    def compare(self) -> None:
-        """Compare the two points of the compare tab as attempts: where they part and
-        both outcomes first, then the state of each and their diff."""
-        try:
-            a, b = self._parse(self.compare_a.value), self._parse(self.compare_b.value)
-            db = self._db()
-            comparison = story.compare_stories(db, (a.branch, a.version), (b.branch, b.version))
-            state_a = db.at(a.branch).snapshot(as_of=a.version)
-            state_b = db.at(b.branch).snapshot(as_of=b.version)
-            diff = db.diff(a.branch, b.branch, as_of_a=a.version, as_of_b=b.version, readable=True)
-        except rewinddb.RewindError as error:
-            self.compare_panel.value = _html.message(str(error), error=True)
-            return
-        name_a, name_b = f"{a.branch}@{a.version}", f"{b.branch}@{b.version}"
-        column = '<div style="flex:1 1 20em;min-width:0"><b>{}</b>{}</div>'
-        states = (
-            '<div style="display:flex;flex-wrap:wrap;gap:1em">'
-            + column.format(escape(name_a), rendering.state_html(state_a))
-            + column.format(escape(name_b), rendering.state_html(state_b))
-            + "</div>"
-        )
-        count = rendering.plural(len(diff.changes), "changed path")
-        self.compare_panel.value = _panel(
-            _html.comparison_html(comparison, name_a, name_b)
-            + f"<details><summary><b>state diff</b> ({count})</summary>"
-            + rendering.diff_html(diff)
-            + "</details><details><summary><b>state of each</b></summary>"
-            + states
-            + "</details>"
-        )
-
-    def _parse(self, text: str) -> _Point:
-        """``branch@version`` (the version may be left out: now)."""
-        name, _, version = text.strip().rpartition("@")
-        if not name:
-            name, version = text.strip(), ""
-        if version and not version.isdigit():
-            raise rewinddb.InvalidInputError(
-                f"{text!r}: write branch@version, for example run-1@12", code="invalid.point"
-            )
-        view = self._db().at(name)
-        return _Point(name, int(version) if version else view.snapshot()["version"])
-
     # -- events from the widgets -------------------------------------------------------
 
     def _on_branch(self, change: dict[str, Any]) -> None:
         if not self._updating:
             self.message.value = ""
-            self._events = []
             self._load_branch()
+            if self._transcript is None and self.tabs.selected_index == CONVERSATION_TAB:
+                self.tabs.selected_index = TABS.index("steps")  # nothing to read there
 
     def _on_step(self, change: dict[str, Any]) -> None:
         if not self._updating and change["new"] is not None:
@@ -591,12 +411,9 @@ class Explorer(widgets.VBox):
             self.select_step(self._step_versions[change["new"]])
 
     def _on_tab(self, change: dict[str, Any]) -> None:
-        if change["new"] == EVENTS_TAB and self._events_stale:
-            self.show(self.slider.value)
-
-    def _on_slider(self, change: dict[str, Any]) -> None:
-        if not self._updating:
-            self.show(change["new"])
+        self.events.shown = False
+        if change["new"] == EVENTS_TAB:
+            self.events.opened()
 
     def _on_click(self, trace: Any, points: Any, state: Any) -> None:
         """A click on a dot selects its branch, its event (or the last event before it)
@@ -606,13 +423,22 @@ class Explorer(widgets.VBox):
         branch, sequence, version = trace.customdata[points.point_inds[0]]
         if branch != self.branch.value:
             self.branch.value = branch
-        index = next(
-            (i for i, e in enumerate(self._events) if e.sequence == sequence),
-            max((i for i, e in enumerate(self._events) if e.version <= version), default=0),
-        )
-        self.slider.value = index
-        self.show(index)
+        self.events.select(sequence, version)
         self.select_step(version)
+
+    # -- the events and compare tabs ------------------------------------------------------
+
+    def show(self, index: int) -> None:
+        """Fill the events tab's panels for event ``index`` of the selected branch."""
+        self.events.show(index)
+
+    def step(self, delta: int) -> None:
+        """Move the event slider by ``delta`` events (the ◀ ▶ buttons)."""
+        self.events.step(delta)
+
+    def compare(self) -> None:
+        """Compare the compare tab's two points (``branch@version``) as attempts."""
+        self.compare_tab.compare()
 
     # -- live --------------------------------------------------------------------------
 
@@ -674,4 +500,4 @@ def show_diff(
         diff = db.diff(a, b, as_of_a=as_of_a, as_of_b=as_of_b, readable=True)
     except rewinddb.RewindError as error:
         return widgets.HTML(_html.message(str(error), error=True))
-    return widgets.HTML(_panel(rendering.diff_html(diff)))
+    return widgets.HTML(panel(rendering.diff_html(diff)))
