@@ -351,6 +351,9 @@ def test_internal_branches_are_hidden_unless_asked_for(react: ReactRun) -> None:
         react.main_branch,
         react.fork_branch,
     }
+    assert explorer.tabs.selected_index == 0  # the thread's conversation
+    explorer.branch.value = "default"  # no conversation: its steps
+    assert explorer.tabs.selected_index == 1 and "internal" in explorer.summary_panel.value
     explorer.close()
 
 
