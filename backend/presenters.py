@@ -21,7 +21,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from importlib import metadata
@@ -283,11 +283,15 @@ class Presenter:
         two attempts part): here, the values it wrote and the events it appended."""
         view = db.at(step.branch)
         written = view.written(step.version)
-        spaces = {"kv": view.kv, "json": view.json, "state": view.state}
+        getters: dict[str, Callable[..., Any]] = {
+            "kv": view.kv.get,
+            "json": view.json.get,
+            "state": view.state.get,
+        }
         digest = hashlib.sha256()
         missing = object()
         for space, key in written.keys:
-            value = spaces[space].get(key, default=missing, as_of=step.version)
+            value = getters[space](key, default=missing, as_of=step.version)
             shown = "<deleted>" if value is missing else value
             digest.update(dumps([space, key, jsonable(shown)]))
         for event in written.events:
@@ -312,10 +316,12 @@ class Presenter:
 
     def state(self, db: Database, step: Step) -> dict[str, Any]:
         """The state as of ``step``, named and decoded as a person reads it
-        (``{name: value}``); here, every key of every space, as ``space:key``."""
+        (``{name: value}``); here, every key of every space, as ``space:key``, through
+        ``display``."""
         snapshot = db.at(step.branch).snapshot(as_of=step.version)
+        memo: dict[Any, Any] = {}
         return {
-            f"{space}:{key}": value
+            f"{space}:{key}": self.display(value, memo)
             for space in ("kv", "json", "state")
             for key, value in snapshot[space].items()
         }
