@@ -97,6 +97,16 @@ class StoryComparison:
     compared_all: bool
     """False when a side took more than ``COMPARE_STEPS`` steps after ``shared`` (only
     the oldest that many were compared)."""
+    rows: tuple[DiffRow, ...] = ()
+    """The state diff from a to b, labelled and set apart as ``b``'s presenter says."""
+
+    @property
+    def visible(self) -> tuple[DiffRow, ...]:
+        return tuple(row for row in self.rows if not row.hidden)
+
+    @property
+    def hidden_count(self) -> int:
+        return sum(row.hidden for row in self.rows)
 
 
 def presenter_of(db: Database, branch: str) -> Presenter:
@@ -149,12 +159,7 @@ def step_detail(db: Database, branch: str, version: int) -> StepDetail:
         else:  # the first step: from the start of the history that holds it
             start = (step.branch, db.branches.get(step.branch).forked_at)
         diff = db.diff(start[0], step.branch, as_of_a=start[1], as_of_b=step.version, readable=True)
-        rows = tuple(
-            DiffRow(
-                change, presenter.key_label(change.primitive, change.key), presenter.hidden(change)
-            )
-            for change in diff.changes
-        )
+        rows = _rows(presenter, diff.changes)
         snapshot = db.at(step.branch).snapshot(as_of=step.version)
         return StepDetail(
             branch,
@@ -189,6 +194,7 @@ def compare_stories(
             same += 1
         log_a = db.at(a[0]).events.list(as_of=a[1])
         log_b = db.at(b[0]).events.list(as_of=b[1])
+        diff = db.diff(a[0], b[0], as_of_a=a[1], as_of_b=b[1], readable=True)
         return StoryComparison(
             summary_a,
             summary_b,
@@ -198,7 +204,15 @@ def compare_stories(
             steps_b[same] if same < len(steps_b) else None,
             diff_event_logs(log_a, log_b),
             complete,
+            _rows(presenter_b, diff.changes),
         )
+
+
+def _rows(presenter: Presenter, changes: list[Change]) -> tuple[DiffRow, ...]:
+    return tuple(
+        DiffRow(change, presenter.key_label(change.primitive, change.key), presenter.hidden(change))
+        for change in changes
+    )
 
 
 def _steps_after(

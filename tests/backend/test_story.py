@@ -60,6 +60,18 @@ def test_two_attempts_that_began_alike_share_their_first_steps(db: rewinddb.Data
     assert compared.events.common_prefix == 1
     assert (compared.a.outcome, compared.b.outcome) == ('{"score":90}', '{"score":45}')
     assert compared.compared_all
+    first, *events = compared.visible
+    assert (first.label, first.change.path, first.change.old, first.change.new) == (
+        "portfolio",
+        "$.stocks",
+        20,
+        90,
+    )
+    assert {(r.change.primitive, r.change.kind) for r in events} == {
+        ("events", "removed"),
+        ("events", "added"),
+    }
+    assert compared.hidden_count == 0
     same = story.compare_stories(db, ("run-1", None), ("run-1", None))
     assert (same.first_a, same.first_b) == (None, None)
 
