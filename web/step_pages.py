@@ -58,9 +58,8 @@ def step_page(request: Request, branch: str, version: str) -> Response:
 def steps_json(request: Request, branch: str, before: Cursor = None) -> Response:
     name = tilde_decode(branch)
     db = db_of(request)
-    with db.read():
-        page = stories.story.branch_story(db, name, before=before).steps
-    return json_response(stories.steps_json(name, page))
+    data = stories.branch_story(db, name, steps_before=before)
+    return json_response(stories.steps_json(name, data["story"].steps))
 
 
 @router.get("/branches/{branch}/steps")

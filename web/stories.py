@@ -124,7 +124,9 @@ def chat(transcript: Transcript, fork: Fork | None) -> list[ChatItem]:
         ):
             items.append(ChatItem("interrupt", interrupt=waiting.pop(0)))
         inherited = _inherited(message, fork)
-        if not marked and not inherited and (seen_inherited or first_page):
+        # A message whose step is unknown cannot say which side of the fork it is on.
+        own = fork is not None and message.step is not None and not inherited
+        if not marked and own and (seen_inherited or first_page):
             items.append(ChatItem("fork", fork=fork))
             marked = True
         seen_inherited = seen_inherited or inherited
@@ -132,7 +134,7 @@ def chat(transcript: Transcript, fork: Fork | None) -> list[ChatItem]:
             continue
         items.append(ChatItem("message", message=message, inherited=inherited))
     items += [ChatItem("interrupt", interrupt=i) for i in waiting]
-    if not marked and newest_page and (seen_inherited or not messages):
+    if not marked and newest_page and seen_inherited:
         items.append(ChatItem("fork", fork=fork))  # nothing of its own said yet
     return items
 

@@ -36,6 +36,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
+from react_run import ReactRun, record_react_run
 
 import rewinddb
 from rewinddb.demo import build_demo
@@ -384,7 +385,15 @@ def test_branch_page_click_and_keys_swap_the_event_detail(
     expect(page.locator("#event-6")).to_have_class(re.compile(r"\bselected\b"))
     expect(page.locator("#event-5")).not_to_have_class(re.compile(r"\bselected\b"))
     expect(page.locator("#diff table.diff")).not_to_have_text(diff_of_5)
+    # Events #6 and #7 were committed together: #6 shows itself, #7 the state change.
+    expect(page.locator("#diff table.diff")).to_contain_text("event #6")
+    expect(page.locator("#diff table.diff")).not_to_contain_text("$.sources[2]")
+    expect(page.locator("#detail .together")).to_contain_text("#7")
+    page.locator("#detail .together a").last.click()
+    expect(page.locator('#detail .event-detail[data-sequence="7"]')).to_be_visible()
     expect(page.locator("#diff table.diff")).to_contain_text("$.sources[2]")
+    page.go_back()
+    expect(page.locator('#detail .event-detail[data-sequence="6"]')).to_be_visible()
 
     page.keyboard.press("k")
     expect(page.locator('#detail .event-detail[data-sequence="5"]')).to_be_visible()
@@ -442,9 +451,12 @@ def test_picking_two_dots_opens_the_compare_page(tab: Tab, demo_server: str, sho
     expect(logs.nth(1).locator("h3")).to_have_text(f"b: {second.point}")
     expect(logs.nth(0).locator("li").first).to_be_visible()
     expect(logs.nth(1).locator(".first-divergent")).to_have_count(1)
-    expect(page.locator("table.diff")).to_be_visible()
+    expect(page.locator("table.diff").first).to_be_visible()
     # research-retry-2 wrote its own draft; the diff shows it.
-    expect(page.locator("table.diff")).to_contain_text("Lowest fees: FUND-08")
+    more = page.locator("details.more-rows")
+    if more.count():
+        more.locator("summary").click()
+    expect(page.locator("table.diff").filter(has_text="Lowest fees: FUND-08")).to_be_visible()
     page.screenshot(path=shots / "compare.png")
     tab.assert_clean()
 
@@ -506,16 +518,16 @@ def test_new_events_appear_without_a_reload(chromium: Browser, tmp_path: Path) -
                 research_row = page.locator("table.branches tbody tr").filter(
                     has=page.get_by_role("link", name="research", exact=True)
                 )
-                expect(research_row.locator("td").nth(4)).to_have_text("40")
+                expect(research_row.locator("td.events")).to_have_text("40")
                 writer.branches.fork("research", "live-fork")
                 writer.at("live-fork").events.append("live.ping", {"n": 4})
                 names = page.locator("table.branches tbody tr td:first-child a")
                 expect(names).to_have_text([*DEMO_BRANCHES, "live-fork"], timeout=3_500)
-                expect(research_row.locator("td").nth(4)).to_have_text("40")
+                expect(research_row.locator("td.events")).to_have_text("40")
                 live_row = page.locator("table.branches tbody tr").filter(
                     has=page.get_by_role("link", name="live-fork", exact=True)
                 )
-                expect(live_row.locator("td").nth(4)).to_have_text("41")
+                expect(live_row.locator("td.events")).to_have_text("41")
             tab.assert_clean()
         finally:
             page.context.close()
@@ -634,7 +646,7 @@ def visit_evil_pages(tab: Tab, base: str, versions: dict[str, int]) -> None:
     response = page.goto(f"{base}/branches/{branch}")
     assert response is not None and response.ok
     assert "content-security-policy" in response.headers
-    expect(page.locator("h1")).to_have_text(f"Branch {EVIL_BRANCH}")
+    expect(page.locator("h1 .name")).to_have_text(EVIL_BRANCH)
     expect(page.locator("#timeline")).to_contain_text(EVIL_TYPE)
     expect(page.locator("#timeline")).to_contain_text(HTMX)
     expect(page.locator("#timeline")).to_contain_text(json.dumps(TEMPLATE))
@@ -682,7 +694,7 @@ def visit_evil_pages(tab: Tab, base: str, versions: dict[str, int]) -> None:
     assert response is not None and response.ok
     expect(page.locator("section.compare-log").nth(0).locator("h3")).to_have_text(f"a: {a}")
     expect(page.locator("input[name=a]")).to_have_value(a)
-    expect(page.locator("table.diff")).to_contain_text(EVIL_KEY)
+    expect(page.locator("table.diff").first).to_contain_text(EVIL_KEY)
     assert_inert(tab, "the compare page")
 
     # Error pages echo what was asked for.
@@ -716,11 +728,233 @@ def test_hostile_state_stays_text(chromium: Browser, tmp_path: Path) -> None:
 # --- a LangGraph run in the explorer -------------------------------------------------
 
 
+def no_overflow(page: Page, where: str) -> None:
+    """Nothing on the page is wider than the window (no horizontal scroll bar)."""
+    width = page.evaluate("document.documentElement.scrollWidth")
+    window = page.evaluate("window.innerWidth")
+    assert width <= window, f"{where}: the page is {width} px wide in a {window} px window"
+
+
+@pytest.fixture(scope="module")
+def react_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ReactRun, str]]:
+    """The ReAct run (examples/langgraph_react.py) and the explorer on it."""
+    run = record_react_run(tmp_path_factory.mktemp("react") / "agent")
+    with serve(run.directory, run.directory.parent / "server.log") as base:
+        yield run, base
+
+
+def test_a_thread_reads_as_a_conversation(
+    tab: Tab, react_server: tuple[ReactRun, str], shots: Path
+) -> None:
+    run, base = react_server
+    page = tab.page
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(f"{base}/branches/{tilde(run.main_branch)}")
+    chat = page.locator("#chat")
+    expect(chat.locator(".msg.role-human").filter(has_text=run.question)).to_be_visible()
+    expect(chat.locator(".msg.role-ai").last).to_contain_text(run.answer)
+    card = chat.locator(".tool-call").filter(has_text=run.tool_call_id)
+    expect(card.locator(".tool-name")).to_have_text(run.tool)
+    expect(card.locator(".tool-args")).to_contain_text(
+        json.dumps(run.tool_args, separators=(",", ":"))
+    )
+    expect(card.locator(".tool-result")).to_contain_text(run.tool_result)
+    approval = chat.locator(".approval")
+    expect(approval.locator(".question")).to_have_text(run.interrupt_question)
+    expect(approval.locator(".resume")).to_contain_text(run.resume)
+    expect(page.locator("#steps .step-row").first).to_be_visible()
+    no_overflow(page, "the thread")
+    page.screenshot(path=shots / "thread.png", full_page=True)
+
+    # The fork: the fork point marked, the edited call after it.
+    page.goto(f"{base}/branches/{tilde(run.fork_branch)}")
+    expect(page.locator("h1")).to_contain_text(run.fork_branch)
+    expect(page.locator(".fork-label")).to_contain_text("edit of step")
+    mark = page.locator("#chat .fork-mark")
+    expect(mark).to_have_count(1)
+    edited = json.dumps(run.edited_args, separators=(",", ":"))
+    after = page.locator("#chat .fork-mark ~ li .tool-args")
+    expect(after.first).to_contain_text(edited)
+    expect(page.locator("#chat .msg.inherited").first).to_contain_text("before the fork")
+    expect(page.locator("#steps tr.fork-mark")).to_have_count(1)
+    expect(page.locator("#steps tr.step-row.inherited").first).to_be_visible()
+    no_overflow(page, "the fork")
+    page.screenshot(path=shots / "thread-fork.png", full_page=True)
+    tab.assert_clean()
+
+
+def test_a_step_opens_with_its_bookkeeping_behind_a_toggle(
+    tab: Tab, react_server: tuple[ReactRun, str], shots: Path
+) -> None:
+    run, base = react_server
+    page = tab.page
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(f"{base}/branches/{tilde(run.main_branch)}")
+    page.locator("#steps .step-row").last.locator("a.step-open").click()
+    expect(page).to_have_url(re.compile(r"/steps/\d+$"))
+    detail = page.locator("article.step-detail")
+    expect(detail.locator("h1")).to_contain_text("Step")
+    expect(detail.locator(".chat")).to_contain_text(run.answer)
+    hidden = detail.locator("details.hidden-rows")
+    toggle = hidden.locator("summary")
+    expect(toggle).to_contain_text(re.compile(r"show \d+ hidden"))
+    expect(hidden.locator("table.diff")).not_to_be_visible()
+    toggle.click()
+    expect(hidden.locator("table.diff")).to_be_visible()
+    expect(hidden.locator("table.diff")).to_contain_text("channel_versions")
+    raw = detail.locator("details.raw")
+    expect(raw.locator(".space").first).not_to_be_visible()
+    raw.locator("summary").first.click()
+    expect(raw.locator(".space").first).to_be_visible()
+    no_overflow(page, "a step")
+    page.screenshot(path=shots / "step.png", full_page=True)
+
+    # A checkpoint id opens the same kind of page (the update_state edit here).
+    page.goto(f"{base}/branches/{tilde(run.fork_branch)}/checkpoints/{run.edited_checkpoint_id}")
+    expect(page.locator("article.step-detail .step-id")).to_have_text(run.edited_checkpoint_id)
+    expect(page.locator("article.step-detail .meta").first).to_contain_text("source update")
+    tab.assert_clean()
+
+
+def test_the_fork_compared_with_its_thread(
+    tab: Tab, react_server: tuple[ReactRun, str], shots: Path
+) -> None:
+    run, base = react_server
+    page = tab.page
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(f"{base}/compare?" + urlencode({"a": run.main_branch, "b": run.fork_branch}))
+    sides = page.locator(".verdict .side")
+    expect(sides).to_have_count(2)
+    expect(sides.nth(0).locator(".outcome")).to_contain_text(run.answer)
+    expect(sides.nth(1).locator(".outcome")).to_contain_text(run.fork_answer)
+    expect(sides.nth(1).locator(".first-step")).to_contain_text("update")
+    edited = json.dumps(run.edited_args, separators=(",", ":"))
+    expect(sides.nth(1).locator(".tool-args")).to_contain_text(edited)
+    box_a, box_b = sides.nth(0).bounding_box(), sides.nth(1).bounding_box()
+    assert box_a and box_b and box_b["x"] > box_a["x"] + box_a["width"] - 1  # side by side
+    height = page.evaluate("document.documentElement.scrollHeight")
+    assert height < 10_000, height
+    no_overflow(page, "the compare page")
+    page.screenshot(path=shots / "compare-fork.png", full_page=True)
+    tab.assert_clean()
+
+
+def test_the_overview_lists_the_attempts_and_keys_reach_the_points(
+    tab: Tab, react_server: tuple[ReactRun, str], shots: Path
+) -> None:
+    run, base = react_server
+    page = tab.page
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(base + "/")
+    names = page.locator("table.attempts tbody tr td:first-child a")
+    expect(names).to_have_text([run.main_branch, run.fork_branch])
+    expect(page.locator("#overview")).to_contain_text("internal branches hidden")
+    expect(page.locator(".legend")).to_contain_text("■ commit")
+    lanes = page.locator("#graph .yaxislayer-above .ytick text")
+    expect(lanes).to_have_count(2)  # lg-index and the empty default have no lane
+    rows = page.locator("table.attempts tbody tr")
+    expect(rows.nth(0)).to_contain_text(run.answer)
+    expect(rows.nth(1)).to_contain_text("edit of step")
+    page.screenshot(path=shots / "overview-attempts.png")
+    no_overflow(page, "the overview")
+
+    # The graph's points by keyboard: focus it, move, open.
+    graph_dots(page)
+    page.locator("#graph").focus()
+    page.keyboard.press("ArrowRight")
+    focus = page.locator("#graph-focus")
+    expect(focus).to_contain_text(run.main_branch)
+    first = focus.inner_text()
+    page.keyboard.press("ArrowRight")
+    expect(focus).not_to_have_text(first)
+    page.keyboard.press("ArrowDown")
+    expect(focus).to_contain_text(run.fork_branch)
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(rf"/branches/{re.escape(tilde(run.fork_branch))}/"))
+    expect(page.locator("main")).not_to_contain_text("404")
+    tab.assert_clean()
+
+
+@pytest.mark.parametrize("width", [1400, 480])
+def test_pages_fit_the_window(
+    tab: Tab, react_server: tuple[ReactRun, str], demo_server: str, shots: Path, width: int
+) -> None:
+    """No page is wider than a 1,400 px window (long paths and values wrap), and at 480
+    px the two columns stack into one."""
+    run, base = react_server
+    page = tab.page
+    page.set_viewport_size({"width": width, "height": 900})
+    thread = f"{base}/branches/{tilde(run.main_branch)}"
+    steps = json.loads(urllib.request.urlopen(f"{thread}/steps.json", timeout=10).read())
+    urls = [
+        f"{base}/",
+        thread,
+        f"{base}/branches/{tilde(run.fork_branch)}",
+        f"{thread}/steps/{steps['steps'][-1]['version']}",
+        f"{thread}?view=events",
+        f"{base}/branches/{tilde(run.fork_branch)}/events/9",
+        f"{base}/compare?" + urlencode({"a": run.main_branch, "b": run.fork_branch}),
+        f"{demo_server}/branches/research/events/7",
+        f"{demo_server}/compare?a=research&b=research-retry-2",
+        f"{demo_server}/branches/research/keys/notebook?space=json",
+    ]
+    for url in urls:
+        page.goto(url)
+        page.wait_for_load_state("networkidle")
+        no_overflow(page, url)
+    if width == 480:
+        page.goto(thread)
+        chat = page.locator("section.chat-pane").bounding_box()
+        steps_box = page.locator("section.steps-pane").bounding_box()
+        assert chat and steps_box
+        assert steps_box["y"] >= chat["y"] + chat["height"] - 1, (chat, steps_box)
+        assert abs(steps_box["x"] - chat["x"]) < 2
+        page.screenshot(path=shots / "thread-480.png")
+    tab.assert_clean()
+
+
+def test_hostile_chat_text_stays_text(chromium: Browser, tmp_path: Path) -> None:
+    """Messages and tool arguments that are markup show as text; nothing runs."""
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    from rewinddb.integrations.langgraph import RewindSaver
+
+    call = {"name": f"t{ATTRIBUTE}", "args": {SCRIPT: HTMX}, "id": "c1", "type": "tool_call"}
+    replies = [AIMessage(CLOSE, id="a0", tool_calls=[call])]
+    path = tmp_path / "chat"
+    with RewindSaver.from_path(path) as saver:
+        builder = StateGraph(MessagesState)
+        builder.add_node("agent", lambda state: {"messages": [replies.pop(0)]})
+        builder.add_edge(START, "agent")
+        graph = builder.compile(checkpointer=saver)
+        graph.invoke(
+            {"messages": [HumanMessage(SCRIPT, id="h0")]}, {"configurable": {"thread_id": "t"}}
+        )
+    with serve(path, tmp_path / "server.log") as base:
+        for options in ({}, {"bypass_csp": True}):
+            tab = open_tab(chromium, **options)
+            try:
+                page = tab.page
+                page.goto(f"{base}/branches/{tilde('lg/t')}")
+                chat = page.locator("#chat")
+                expect(chat.locator(".msg.role-human .text")).to_have_text(SCRIPT)
+                expect(chat.locator(".msg.role-ai .text")).to_have_text(CLOSE)
+                expect(chat.locator(".tool-name")).to_have_text(f"t{ATTRIBUTE}")
+                expect(chat.locator(".tool-args")).to_contain_text(json.dumps(HTMX)[1:-1][:20])
+                assert_inert(tab, "the conversation")
+                page.locator("#steps a.step-open").last.click()
+                expect(page.locator("article.step-detail")).to_be_visible()
+                assert_inert(tab, "a step")
+            finally:
+                tab.page.context.close()
+
+
 def test_a_langgraph_time_travel_run_is_a_branch_tree(
     chromium: Browser, tmp_path: Path, shots: Path
 ) -> None:
     """The example's thread and its two rewinds, drawn as a branch tree, and a fork's
-    event showing what the rewind changed (the README shows this picture)."""
+    stored events showing what the rewind changed (the README shows this picture)."""
     db = tmp_path / "agent"
     example = Path(__file__).resolve().parents[2] / "examples" / "langgraph_time_travel.py"
     subprocess.run([sys.executable, str(example), str(db)], check=True, timeout=120)
@@ -735,14 +969,17 @@ def test_a_langgraph_time_travel_run_is_a_branch_tree(
             expect(page.locator("#graph .main-svg").first).to_be_visible()
             for name in ["lg/demo", *forks]:
                 expect(page.locator("table.branches")).to_contain_text(name)
+            expect(page.locator("table.branches")).to_contain_text("replay from step")
             page.screenshot(path=shots / "langgraph.png")
             page.goto(base + "/branches/" + tilde(forks[0]))
+            expect(page.locator("#chat")).to_contain_text("book a hostel")
+            page.goto(base + "/branches/" + tilde(forks[0]) + "?view=events")
             rows = page.locator("#timeline .event-row")
             expect(rows.last).to_be_visible()
             rows.last.click()
-            expect(page.locator("#detail table.diff")).to_be_visible()
+            expect(page.locator("#detail table.diff").first).to_be_visible()
             # The saver's serde encodings read as text (rewinddb.presenters.readable), not base64.
-            expect(page.locator("#detail table.diff")).to_contain_text("book a hostel")
+            expect(page.locator("#detail")).to_contain_text("book a hostel")
             expect(page.locator("#detail")).not_to_contain_text("msgpack")
             page.screenshot(path=shots / "langgraph-fork.png")
             tab.assert_clean()

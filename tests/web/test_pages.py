@@ -112,7 +112,7 @@ def test_events_of_one_version_each_show_their_own_change(client: TestClient) ->
     assert "$.sources[2]" in page and "no changes" not in page
     page = client.get("/branches/research/events/6", headers=HX).text
     assert "$.sources[2]" not in page and "event #7" not in page
-    assert 'shown with <a href="/branches/research/events/7">#7</a>' in page
+    assert 'shown with <a href="/branches/research/events/7"' in page
 
 
 def test_inherited_events_are_read_where_they_happened(client: TestClient) -> None:
