@@ -245,7 +245,7 @@ class LangGraphPresenter(Presenter):
         for write in own:
             if write.channel == ERROR:
                 error = readable(write.value, memo=memo)
-                return "failed", write.node, as_text(error) if not isinstance(error, str) else error
+                return "failed", None, error if isinstance(error, str) else as_text(error)
         pending = view.kv.keys(_names.CHANNEL_PREFIX)
         for key in pending:
             channel = key[len(_names.CHANNEL_PREFIX) :]
@@ -359,7 +359,7 @@ class LangGraphPresenter(Presenter):
             if not records and before is None and not self._has_checkpoints(view):
                 return super().steps(db, branch, before=before, limit=limit)
             parent, page = (records[0], records[1:]) if len(records) > limit else (None, records)
-            writes = self._writes(db, view, parent or (page[0] if page else None), page)
+            writes = self._writes(db, parent or (page[0] if page else None), page)
             memo: dict[Any, Any] = {}
             steps = []
             previous = parent
@@ -393,7 +393,7 @@ class LangGraphPresenter(Presenter):
                 raise StepNotFound(branch, version)
             record = records[-1]
             parent = records[-2] if len(records) > 1 else None
-            writes = self._writes(db, view, parent or record, [record])
+            writes = self._writes(db, parent or record, [record])
             return self._step(db, branch, record, parent, writes, {})
 
     def step_by_id(self, db: rewinddb.Database, branch: str, checkpoint_id: str) -> Step:
@@ -428,24 +428,37 @@ class LangGraphPresenter(Presenter):
             return found
 
     def _writes(
-        self,
-        db: rewinddb.Database,
-        view: rewinddb.BranchView,
-        first: _Record | None,
-        page: Sequence[_Record],
+        self, db: rewinddb.Database, first: _Record | None, page: Sequence[_Record]
     ) -> dict[str, list[_Write]]:
         """The pending writes of the checkpoints from ``first`` to the newest of ``page``,
-        by checkpoint id: the events from ``first``'s on, up to the first write of a
-        checkpoint newer than the page (checkpoint ids grow with time)."""
+        by checkpoint id. A checkpoint's writes are events of the branch that wrote it
+        (its ancestors' may be saved after a fork saw them: LangGraph saves writes in
+        the background), so each branch's are read there: from its oldest checkpoint's
+        on, up to the first write of a checkpoint newer than its newest (checkpoint ids
+        grow with time)."""
         if first is None or not page:
             return {}
-        start = db.at(first.branch).events.length(as_of=first.version)
-        newest = page[-1].id
+        by_branch: dict[str, list[_Record]] = {}
+        for record in (first, *page):
+            by_branch.setdefault(record.branch, []).append(record)
         grouped: dict[str, list[_Write]] = {}
-        after = start - 1 if start else None
+        for branch, records in by_branch.items():
+            oldest = min(records, key=lambda record: record.version)
+            newest = max(records, key=lambda record: record.version)
+            self._read_writes(db.at(branch), oldest, newest.id, grouped)
+        return grouped
+
+    def _read_writes(
+        self,
+        view: rewinddb.BranchView,
+        oldest: _Record,
+        newest: str | None,
+        grouped: dict[str, list[_Write]],
+    ) -> None:
+        after = view.events.length(as_of=oldest.version) - 1
         read = 0
         while read < _MAX_EVENTS:
-            items = view.events.list(after=after, limit=_CHUNK)
+            items = view.events.list(after=after if after >= 0 else None, limit=_CHUNK)
             done = len(items) < _CHUNK
             for item in items:
                 write = _write(item.event)
@@ -459,7 +472,6 @@ class LangGraphPresenter(Presenter):
                 break
             after = items[-1].event.sequence
             read += len(items)
-        return grouped
 
     def _step(
         self,

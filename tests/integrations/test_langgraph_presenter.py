@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chat_graphs import chat_graph, thread
+from chat_graphs import State, chat_graph, thread
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from langgraph.graph import END, START, StateGraph
 from react_run import EXAMPLE, ReactRun, example, record_react_run
 
 import rewinddb
@@ -209,9 +210,12 @@ def test_a_step_diff_shows_the_messages_and_hides_the_bookkeeping(
     hidden = {(r.change.key, r.change.path) for r in detail.rows if r.hidden}
     assert ("checkpoint", "$.ts") in hidden and ("channel/messages", "$.version") in hidden
     assert any(key.startswith("channel/branch:to:") for key, _ in hidden)
-    events = [r.change for r in detail.rows if r.change.primitive == "events"]
-    assert [int(c.key) for c in events] == list(called.events) and called.events
-    assert all(r.hidden for r in detail.rows if r.change.primitive == "events")
+    # Its events are the writes that made it (saved in the background, so maybe after it).
+    assert called.events and all(r.hidden for r in detail.rows if r.change.primitive == "events")
+    log = react_db.at(react.main_branch).events
+    assert {log.get(sequence).payload["task_path"] for sequence in called.events} == {
+        "~__pregel_pull, agent"
+    }
     assert detail.state.keys() == {"messages"}
     assert detail.state["messages"][-1]["tool_calls"][0]["args"] == react.tool_args
     # The edit's diff is the one argument it changed.
@@ -284,6 +288,21 @@ def test_an_interrupted_thread_waits_on_its_node(db: rewinddb.Database) -> None:
     assert PRESENTER.summary(db, fork).status == "open"
 
 
+def test_a_failed_run_says_why(db: rewinddb.Database) -> None:
+    def search(state: Any) -> dict:
+        raise ValueError("the flight API is down")
+
+    builder = StateGraph(State)
+    builder.add_node("search", search)
+    builder.add_edge(START, "search")
+    builder.add_edge("search", END)
+    with pytest.raises(ValueError):
+        builder.compile(checkpointer=RewindSaver(db)).invoke({"log": ["go"]}, thread("f"))
+    summary = PRESENTER.summary(db, db.branches.get("lg/f"))
+    assert (summary.status, summary.waiting_on) == ("failed", None)
+    assert summary.outcome is not None and "the flight API is down" in summary.outcome
+
+
 def test_a_replay_is_told_from_its_step(db: rewinddb.Database) -> None:
     graph = example().build(RewindSaver(db))
     graph.invoke({"messages": [HumanMessage("Which flights go to Lisbon?")]}, thread("r"))
@@ -298,29 +317,40 @@ def test_a_replay_is_told_from_its_step(db: rewinddb.Database) -> None:
 
 def test_writes_saved_after_the_next_checkpoint_still_make_it(db: rewinddb.Database) -> None:
     """LangGraph saves a task's writes in the background: they may land after the
-    checkpoint they made (and after its own writes began)."""
+    checkpoint they made, after its own writes began, even after a fork of it."""
     saver = RewindSaver(db)
-    config = {"configurable": {"thread_id": "late", "checkpoint_ns": ""}}
     asked = HumanMessage("hi", id="h")
-    first = {**empty_checkpoint(), "id": str(uuid6(clock_seq=-2))}
-    parent = saver.put(config, first, {"source": "input", "step": -1}, {})
-    second = {
-        **empty_checkpoint(),
-        "id": str(uuid6(clock_seq=-1)),
-        "channel_values": {"messages": [asked]},
-        "channel_versions": {"messages": 1},
-    }
-    child = saver.put(parent, second, {"source": "loop", "step": 0}, {"messages": 1})
-    saver.put_writes(child, [("messages", ["never applied"])], "t2", "~__pregel_pull, agent")
+
+    def checkpoint(order: int, *messages: Any) -> Any:
+        values = {"messages": list(messages)} if messages else {}
+        return {
+            **empty_checkpoint(),
+            "id": str(uuid6(clock_seq=order - 10)),
+            "channel_values": values,
+            "channel_versions": {"messages": len(messages)} if messages else {},
+        }
+
+    config = {"configurable": {"thread_id": "late", "checkpoint_ns": ""}}
+    parent = saver.put(config, checkpoint(1), {"source": "input", "step": -1}, {})
+    child = saver.put(parent, checkpoint(2, asked), {"source": "loop", "step": 0}, {"messages": 1})
+    saver.put_writes(child, [("messages", ["go on"])], "t2", "~__pregel_pull, agent")
+    later = checkpoint(3, asked, "go on")
+    saver.put(child, later, {"source": "loop", "step": 1}, {"messages": 2})
+    edit = checkpoint(4, asked, "edited")
+    saver.put(child, edit, {"source": "update", "step": 1}, {"messages": 2})  # a fork of child
     saver.put_writes(parent, [("messages", [asked])], "t1", "~__pregel_pull, __start__")
-    steps = PRESENTER.steps(db, "lg/late").steps
-    assert [(s.label, [m.text for m in s.messages]) for s in steps] == [
-        ("input", []),
-        ("start", ["hi"]),
-    ]
+    (fork,) = [b.name for b in db.branches.list() if b.name.startswith("lg/late~")]
+    for branch in ("lg/late", fork):
+        steps = PRESENTER.steps(db, branch).steps
+        assert [(s.label, [m.text for m in s.messages]) for s in steps[:2]] == [
+            ("input", []),
+            ("start", ["hi"]),
+        ]
+    assert [s.label for s in PRESENTER.steps(db, fork).steps] == ["input", "start", "update"]
     transcript = PRESENTER.transcript(db, "lg/late")
     assert transcript is not None
-    assert [(m.text, m.step) for m in transcript.messages] == [("hi", steps[1].version)]
+    assert [m.text for m in transcript.messages] == ["hi", "go on"]
+    assert transcript.messages[0].step == steps[1].version
 
 
 def test_plain_text_messages_are_shown_as_they_are(tmp_path: Path) -> None:
