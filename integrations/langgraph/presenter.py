@@ -410,7 +410,8 @@ class LangGraphPresenter(Presenter):
             raise CheckpointNotFound(branch, checkpoint_id)
         thread, namespace, _ = parsed
         with db.read():
-            db.branches.get(branch)
+            if not db.branches.exists(branch):
+                db.branches.get(branch)  # raises the branch's not_found error
             entry = None
             if db.branches.exists(_names.INDEX_BRANCH):
                 key = _names.checkpoint_key(thread, namespace, checkpoint_id)
