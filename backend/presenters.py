@@ -256,6 +256,16 @@ class Presenter:
             number = view.commit_count(before=version)
             return self._commit_step(db, branch, found[0], number)
 
+    def step_by_id(self, db: Database, branch: str, step_id: str) -> Step:
+        """The step of ``branch`` whose framework id (``Step.id``, a checkpoint id) is
+        ``step_id``; plain branches' steps have no ids, so here it is never found."""
+        db.branches.get(branch)  # an unknown branch is not_found.engine.branch
+        raise NotFoundError(
+            f"branch {branch!r} has no step with id {step_id!r}: its steps are found by "
+            "version",
+            code="not_found.step",
+        )
+
     def _commit_step(self, db: Database, branch: str, commit: Commit, number: int) -> Step:
         written = db.at(commit.branch).written(commit.version)
         types = sorted({event.event_type for event in written.events})

@@ -127,6 +127,11 @@ def test_generic_presenter_describes_an_attempt(db: rewinddb.Database) -> None:
     with pytest.raises(presenters.StepNotFound) as raised:
         presenter.step(db, "run", 2)  # default's commit after the fork: not run's
     assert raised.value.code == "not_found.step"
+    with pytest.raises(rewinddb.NotFoundError) as raised:
+        presenter.step_by_id(db, "run", "1f0c")
+    assert raised.value.code == "not_found.step"
+    with pytest.raises(rewinddb.BranchNotFound):
+        presenter.step_by_id(db, "nope", "1f0c")
     assert presenter.state(db, page.steps[2]) == {"kv:task": "reduce risk", "kv:plan": ["a", "b"]}
     assert presenter.transcript(db, "run") is None
 
