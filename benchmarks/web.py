@@ -7,6 +7,7 @@ Run it from the repository root (the web extra installed)::
     .venv/bin/python benchmarks/web.py --quick              # a smoke run (20 branches)
     .venv/bin/python benchmarks/web.py --db DIR --profile 25  # and cProfile the two targets
     .venv/bin/python benchmarks/web.py --part load          # only the load run (below)
+    .venv/bin/python benchmarks/web.py --part thread        # only the LangGraph thread
 
 The database is shaped like agent runs: ``default`` holds a little kv/json state and a
 few events; 999 branches fork from it or from each other (some at past versions, some
@@ -25,6 +26,15 @@ head, last write, event count) and every event's (branch, version, type); for th
 fragment the event, the one before it and the branch's state rows at the event's version
 (decoded). ``ratio = web / raw``. Targets (issue 4): overview < 1 s server-side, an event
 fragment on a 10,000-event branch < 50 ms.
+
+The thread run (issue 17): a LangGraph thread of 1,000 turns (a human question and an AI
+answer each: 2,000 messages, 3,000 checkpoints), recorded with ``RewindSaver`` by a
+one-node ``MessagesState`` graph, in a database of its own (beside ``--db``, as
+``DIR-thread``, when it is given). Requested in process like the pages above: the
+thread's page (its newest messages and steps), a step's page (the state as of it, decoded,
+and its diff from the step before) near the end and in the middle, a page of earlier
+messages (htmx) and the step's JSON twin. Targets: the thread page and a step's page
+< 200 ms server-side each. It needs the langgraph extra; without it, it is left out.
 
 The load run: fifty readers while an agent writes. ``rewinddb serve`` runs as its own
 process on 127.0.0.1 (only there: the clients never connect anywhere else) on a copy of
@@ -101,6 +111,7 @@ class Sizes:
     overview_reps: int = 9
     page_reps: int = 15
     fragment_reps: int = 41
+    thread_turns: int = 1_000  # the LangGraph thread's turns (question and answer each)
 
 
 FULL_RUN = Sizes()
@@ -113,6 +124,7 @@ QUICK_RUN = Sizes(
     overview_reps=3,
     page_reps=3,
     fragment_reps=5,
+    thread_turns=30,
 )
 
 TOOLS = ("search", "fetch", "python", "sql", "browser")
@@ -637,6 +649,131 @@ def profile(path: Path, top: int) -> None:
                 print(text[text.find("   ncalls") :].rstrip())
 
 
+# -- a LangGraph thread of a thousand turns ---------------------------------------------
+
+THREAD = "long-thread"
+THREAD_BRANCH = f"lg/{THREAD}"
+#: The thread branch's name in a URL (``rewinddb.web.urls.tilde_encode``).
+THREAD_URL = f"/branches/lg~2F{THREAD}"
+
+
+def build_thread(path: Path, turns: int) -> None:
+    """``turns`` turns of a chat thread recorded with RewindSaver: each a human question
+    in, one node (``agent``) answering it."""
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    from rewinddb.integrations.langgraph import RewindSaver
+
+    rng = random.Random(17)
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        count = len(state["messages"])
+        text = f"answer {count}: {sentence(rng, 24)}"
+        return {"messages": [AIMessage(text, id=f"ai-{count}")]}
+
+    config = {"configurable": {"thread_id": THREAD}}
+    with RewindSaver.from_path(path) as saver:
+        builder = StateGraph(MessagesState)
+        builder.add_node("agent", agent)
+        builder.add_edge(START, "agent")
+        graph = builder.compile(checkpointer=saver)
+        for turn in range(turns):
+            question = HumanMessage(f"question {turn}: {sentence(rng, 12)}", id=f"human-{turn}")
+            graph.invoke({"messages": [question]}, config)
+
+
+def ensure_thread(path: Path, turns: int) -> str:
+    """Build the thread's database at ``path`` unless it is there; say what happened."""
+    if (path / DB_FILENAME).exists():
+        with rewinddb.open(path, readonly=True) as db:
+            found = db.at(THREAD_BRANCH).commit_count() if db.branches.exists(THREAD_BRANCH) else 0
+        if not found:
+            sys.exit(f"{path} holds no thread {THREAD_BRANCH!r}: remove it or give another --db")
+        return f"reused the thread in {path} (built by an earlier run)"
+    started = time.perf_counter()
+    build_thread(path, turns)
+    seconds = time.perf_counter() - started
+    on_disk = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
+    return (
+        f"built a LangGraph thread of {turns:,} turns ({2 * turns:,} messages) in "
+        f"{seconds:.1f} s ({on_disk / 2**20:.1f} MiB on disk)"
+    )
+
+
+def measure_thread(path: Path, sizes: Sizes) -> tuple[list[Row], list[str]]:
+    """The thread's page, step pages near its end and in its middle, a page of earlier
+    messages and a step's JSON, each requested in process."""
+    rows: list[Row] = []
+    notes: list[str] = []
+    with TestClient(create_app(path), base_url=LOCAL) as client:
+        listed = orjson.loads(getter(client, f"{THREAD_URL}/steps.json")().content)
+        steps, last = listed["total"], listed["steps"][-1]
+        # Page back (50 steps a page) to the middle of the thread.
+        seen, middle = len(listed["steps"]), listed["steps"][0]["version"]
+        while listed["older"] is not None and seen < steps // 2:
+            older = f"{THREAD_URL}/steps.json?before={listed['older']}"
+            listed = orjson.loads(getter(client, older)().content)
+            seen, middle = seen + len(listed["steps"]), listed["steps"][0]["version"]
+        page = getter(client, THREAD_URL)
+        body = page().text
+        if 'class="msg role-ai' not in body:
+            raise RuntimeError(f"{THREAD_URL} shows no conversation")
+        transcript = orjson.loads(getter(client, f"{THREAD_URL}/transcript.json")().content)
+        messages = transcript["transcript"]["total"]
+        earlier = f"{THREAD_URL}/transcript?before={messages // 2}"
+        cases = [
+            (f"GET {THREAD_URL}  (thread page, {messages:,} messages)", page, 0.200),
+            (
+                f"GET {THREAD_URL}/steps/{last['version']}  (the last step: state + diff)",
+                getter(client, f"{THREAD_URL}/steps/{last['version']}"),
+                0.200,
+            ),
+            (
+                f"GET {THREAD_URL}/steps/{middle}  (a middle step: state + diff)",
+                getter(client, f"{THREAD_URL}/steps/{middle}"),
+                0.200,
+            ),
+            (f"GET {earlier}  (earlier messages, HX-Request)", getter(client, earlier, HX), None),
+            (
+                f"GET {THREAD_URL}/steps/{last['version']}.json  (the step's data)",
+                getter(client, f"{THREAD_URL}/steps/{last['version']}.json"),
+                None,
+            ),
+        ]
+        timings = interleaved(sizes.page_reps, *(get for _, get, _ in cases))
+        for (figure, _, limit), web in zip(cases, timings, strict=True):
+            rows.append(Row(figure, web, None, limit))
+        step_page = cases[1][1]().content
+        notes.append(
+            f"the thread has {steps:,} steps and {messages:,} messages; its "
+            f"page is {len(body.encode()) / 1024:,.0f} KiB, the last step's "
+            f"{len(step_page) / 1024:,.0f} KiB"
+        )
+    notes.append(f"reps: {sizes.page_reps} each (after one warm-up), interleaved")
+    return rows, notes
+
+
+def thread_part(args: argparse.Namespace, sizes: Sizes) -> None:
+    """Build (or reuse) the thread's database and print its figures."""
+    try:
+        import langgraph  # noqa: F401
+    except ImportError:
+        print("thread: left out (needs the langgraph extra: pip install -e '.[langgraph]')")
+        return
+    with tempfile.TemporaryDirectory(prefix="rewinddb-thread-bench-") as scratch:
+        if args.db is not None:
+            path = args.db.with_name(args.db.name + "-thread")
+        else:
+            path = Path(scratch) / "thread"
+        print(f"thread database: {ensure_thread(path, sizes.thread_turns)}")
+        print()
+        rows, notes = measure_thread(path, sizes)
+        print(render(rows))
+        for note in notes:
+            print(f"note: {note}")
+
+
 # -- the load run: fifty readers while an agent writes ----------------------------------
 
 LIVE = "live"  # the branch the writer process appends to
@@ -969,9 +1106,10 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument(
         "--part",
-        choices=("all", "pages", "load"),
+        choices=("all", "pages", "thread", "load"),
         default="all",
-        help="the page timings, the load run (50 clients on rewinddb serve), or both",
+        help="the page timings, the LangGraph thread's pages, the load run (50 clients on "
+        "rewinddb serve), or all three",
     )
     parser.add_argument(
         "--load-mix",
@@ -1005,6 +1143,9 @@ def main(argv: list[str]) -> int:
                 print(f"note: {note}")
             if args.profile:
                 profile(path, args.profile)
+    if args.part in ("all", "thread"):
+        print()
+        thread_part(args, sizes)
     if args.part in ("all", "load"):
         print()
         load = QUICK_LOAD if args.quick else FULL_LOAD
