@@ -140,10 +140,70 @@ def key_versions(
     previous: Any = MISSING
     memo: dict[Any, Any] | None = {} if readable else None
     for entry in entries:
-        current = MISSING if entry.deleted else _shown(entry.value, memo)
-        versions.append(KeyVersion(entry, diff_values(primitive, entry.key, previous, current)))
+        current = MISSING if entry.deleted else entry.value
+        versions.append(KeyVersion(entry, _diff(primitive, entry.key, previous, current, memo)))
         previous = current
     return versions
+
+
+def _diff(
+    primitive: str, key: str, old: Any, new: Any, memo: dict[Any, Any] | None
+) -> list[Change]:
+    """``diff_values`` of two stored values, or (with a ``memo``) of the values as people
+    read them (``diff_readable``)."""
+    if memo is None:
+        return diff_values(primitive, key, old, new)
+    return diff_readable(primitive, key, old, new, memo)
+
+
+def diff_readable(
+    primitive: str,
+    key: str,
+    old: Any,
+    new: Any,
+    memo: dict[Any, Any],
+    tokens: tuple[jsonpath.Token, ...] = (),
+) -> list[Change]:
+    """``diff_values`` of ``old`` and ``new`` as ``rewinddb.presenters.readable`` shows
+    them, decoding only where the stored values differ: equal stored parts are equal
+    when decoded, so they are skipped unread, and objects and arrays are walked down to
+    the parts that differ, or that a presenter decodes as a whole (``encoded``). A list
+    that grew by one encoded message decodes that message alone."""
+    if same(old, new):
+        return []
+    if (
+        old is not MISSING
+        and new is not MISSING
+        and not presenters.encoded(old)
+        and not presenters.encoded(new)
+    ):
+        if isinstance(old, dict) and isinstance(new, dict):
+            changes: list[Change] = []
+            for member in sorted(old.keys() | new.keys()):
+                changes += diff_readable(
+                    primitive,
+                    key,
+                    old.get(member, MISSING),
+                    new.get(member, MISSING),
+                    memo,
+                    (*tokens, member),
+                )
+            return changes
+        if isinstance(old, list) and isinstance(new, list):
+            changes = []
+            for index in range(max(len(old), len(new))):
+                changes += diff_readable(
+                    primitive,
+                    key,
+                    old[index] if index < len(old) else MISSING,
+                    new[index] if index < len(new) else MISSING,
+                    memo,
+                    (*tokens, index),
+                )
+            return changes
+    shown_old = old if old is MISSING else _shown(old, memo)
+    shown_new = new if new is MISSING else _shown(new, memo)
+    return diff_values(primitive, key, shown_old, shown_new, tokens)
 
 
 def diff_values(
@@ -204,9 +264,9 @@ def diff_points(
     changes: list[Change] = []
     memo: dict[Any, Any] | None = {} if readable else None
     for space, key in sorted(engine.changed_keys(ranges_a, ranges_b)):
-        old = _shown(engine.read_value(a, version_a, space, key), memo)
-        new = _shown(engine.read_value(b, version_b, space, key), memo)
-        changes += diff_values(space, key, old, new)
+        old = engine.read_value(a, version_a, space, key)
+        new = engine.read_value(b, version_b, space, key)
+        changes += _diff(space, key, old, new, memo)
     changes += _event_changes(engine, ranges_a, ranges_b, memo)
     return Diff(Point(a.name, version_a), Point(b.name, version_b), changes)
 

@@ -261,8 +261,7 @@ class Presenter:
         ``step_id``; plain branches' steps have no ids, so here it is never found."""
         db.branches.get(branch)  # an unknown branch is not_found.engine.branch
         raise NotFoundError(
-            f"branch {branch!r} has no step with id {step_id!r}: its steps are found by "
-            "version",
+            f"branch {branch!r} has no step with id {step_id!r}: its steps are found by version",
             code="not_found.step",
         )
 
@@ -348,6 +347,13 @@ class Presenter:
         """``value`` with the encodings this presenter knows decoded for people (the same
         object when there are none); ``memo`` decodes shared parts once."""
         return value
+
+    def encoded(self, value: Any) -> bool:
+        """Whether ``value`` itself (not something inside it) is one of the encodings
+        ``display`` decodes. A readable diff compares stored values first and decodes
+        only where they differ, down to these: a list that grew by one encoded message
+        decodes one message, not the whole list."""
+        return False
 
 
 class StepNotFound(NotFoundError):
@@ -479,6 +485,11 @@ def presenter_for(branch: Branch) -> Presenter:
 def generic() -> Presenter:
     """The presenter of plain branches."""
     return _GENERIC
+
+
+def encoded(value: Any) -> bool:
+    """Whether some registered presenter decodes ``value`` as a whole."""
+    return any(presenter.encoded(value) for presenter in registered())
 
 
 def readable(value: Any, memo: dict[Any, Any] | None = None) -> Any:

@@ -45,7 +45,7 @@ from rewinddb.presenters import (
 )
 
 from . import _names
-from .readable import as_text, message, question_text, readable, said, undecodable
+from .readable import as_text, is_encoded, message, question_text, readable, said, undecodable
 
 if TYPE_CHECKING:
     from rewinddb.diff import Change
@@ -186,6 +186,9 @@ class LangGraphPresenter(Presenter):
 
     def display(self, value: Any, memo: dict[Any, Any] | None = None) -> Any:
         return readable(value, memo=memo)
+
+    def encoded(self, value: Any) -> bool:
+        return is_encoded(value)
 
     # -- the overview ------------------------------------------------------------
 

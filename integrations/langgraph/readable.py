@@ -73,6 +73,22 @@ def readable(value: Any, depth: int = 0, memo: dict[Any, Any] | None = None) -> 
     return _readable(value, depth, memo)
 
 
+def is_encoded(value: Any) -> bool:
+    """Whether ``value`` itself (not something inside it) is an encoding ``readable``
+    decodes: a ``"type:<base64>"`` string or a ``["type", "<base64>"]`` pair."""
+    kind = type(value)
+    if kind is str:
+        return len(value) <= MAX_ENCODED_CHARS and _ENCODED.fullmatch(value) is not None
+    return (
+        kind is list
+        and len(value) == 2
+        and type(value[0]) is str
+        and value[0] in _TYPES
+        and type(value[1]) is str
+        and len(value[1]) <= MAX_ENCODED_CHARS
+    )
+
+
 def _readable(value: Any, depth: int, memo: dict[Any, Any] | None) -> Any:
     kind = type(value)
     if kind is str:

@@ -15,6 +15,8 @@ import ormsgpack
 import pytest
 from chat_graphs import chat_graph, thread
 from fastapi.testclient import TestClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
@@ -27,6 +29,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 import rewinddb
 from rewinddb import rendering
+from rewinddb.diff import diff_readable, diff_values
 from rewinddb.integrations.langgraph import RewindSaver
 from rewinddb.integrations.langgraph._codec import dump_item, dump_typed
 from rewinddb.integrations.langgraph.readable import (
@@ -320,3 +323,46 @@ def test_readable_diffs_keep_every_difference(tmp_path: Path) -> None:
         assert [
             c.new for c in db.diff("default", "default", as_of_a=1, as_of_b=2, readable=True)
         ] == ["nan"]
+
+
+_ENCODINGS = [
+    dump_item(SERDE, AIMessage(content="book a hostel", id="m1")),
+    dump_item(SERDE, HumanMessage(content="book a hotel", id="m2")),
+    dump_typed(SERDE, {"nested": [1, 2]}),
+    dump_typed(SERDE, "plain text"),
+    "msgpack:not base64!",  # looks encoded, is not: shown as stored
+    "json:MQ==",
+]
+_stored = st.recursive(
+    st.one_of(
+        st.sampled_from(_ENCODINGS),
+        st.none(),
+        st.booleans(),
+        st.integers(-3, 3),
+        st.text(max_size=3),
+    ),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.dictionaries(st.sampled_from(["a", "b", "messages"]), children, max_size=3),
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(old=_stored, new=_stored)
+def test_a_readable_diff_decodes_only_where_values_differ(old: Any, new: Any) -> None:
+    """Walking the stored values and decoding only where they differ gives exactly the
+    diff of the values decoded whole."""
+    whole = diff_values("kv", "k", readable(old), readable(new))
+    assert diff_readable("kv", "k", old, new, {}) == whole
+
+
+def test_a_list_that_grew_decodes_only_its_new_item() -> None:
+    items = [dump_item(SERDE, HumanMessage(content=f"turn {n}", id=f"m{n}")) for n in range(200)]
+    memo: dict[Any, Any] = {}
+    changes = diff_readable("kv", "channel/messages", items[:199], items, memo)
+    assert [(c.path, c.kind, c.new["content"]) for c in changes] == [
+        ("$[199]", "added", "turn 199")
+    ]
+    assert len(memo) == 1  # one message decoded, not 399
