@@ -214,9 +214,9 @@ def event_detail(
                     as_of_b=point[1],
                     readable=readable,
                 )
-                diff = replace(
-                    whole, changes=_own_changes(whole.changes, sequence, together)
-                ).to_dict()
+                own = _own_changes(whole.changes, sequence, together)
+                diff = replace(whole, changes=own).to_dict()
+                _mark_bookkeeping(db, branch, own, diff)
         return {
             "branch": branch,
             "event": _event_row(branch, event),
@@ -232,6 +232,18 @@ def event_detail(
             "together": together if len(together) > 1 else [],
             "state_with": together[-1] if together[-1] != sequence else None,
         }
+
+
+def _mark_bookkeeping(
+    db: rewinddb.Database, branch: str, changes: list[rewinddb.Change], diff: dict[str, Any]
+) -> None:
+    """Give each row of ``diff`` (``Diff.to_dict()`` of ``changes``) what ``branch``'s
+    presenter calls its key (``label``) and whether it is bookkeeping (``hidden``), as
+    step pages do."""
+    presenter = story.presenter_of(db, branch)
+    for change, row in zip(changes, diff["changes"], strict=True):
+        row["label"] = presenter.key_label(change.primitive, change.key)
+        row["hidden"] = presenter.hidden(change)
 
 
 def _committed_with(view: rewinddb.BranchView, event: rewinddb.Event) -> list[int]:

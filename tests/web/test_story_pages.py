@@ -518,3 +518,16 @@ def test_hostile_messages_and_tool_arguments_render_as_text(
         assert html.escape(SCRIPT, quote=False) in chat or "&lt;script&gt;" in chat
         assert SCRIPT in text_of(chat) and f"tool{IMG}" in text_of(chat)
         assert f"done {SCRIPT}" in text_of(chat)
+
+
+def test_an_event_of_a_thread_sets_its_bookkeeping_apart(
+    react: ReactRun, react_client: TestClient
+) -> None:
+    length = react_client.get(branch_url(react.fork_branch, ".json")).json()["branch"]["events"]
+    detail = react_client.get(branch_url(react.fork_branch, f"/events/{length - 1}.json")).json()
+    rows = detail["diff"]["changes"]
+    assert any(row["hidden"] for row in rows) and not all(row["hidden"] for row in rows)
+    assert {row["label"] for row in rows if row["key"] == "channel/messages"} == {"messages"}
+    # The page compares values decoded (the JSON as stored): its rows are its own.
+    page = react_client.get(branch_url(react.fork_branch, f"/events/{length - 1}")).text
+    assert re.search(r"show \d+ hidden", words(page))
