@@ -12,7 +12,7 @@ from typing import Any
 
 import rewinddb
 from rewinddb import story
-from rewinddb.presenters import to_dict
+from rewinddb.presenters import Fork, to_dict
 
 from .stories import status_text
 from .urls import branch_url, event_url, key_url, step_url
@@ -75,12 +75,18 @@ def _attempt_row(db: rewinddb.Database, attempt: story.Attempt, live: set[str]) 
         waiting_on=summary.waiting_on,
         internal=summary.internal,
         fork=None if fork is None else {"label": fork.label, "kind": fork.kind},
-        fork_url=None
-        if fork is None or fork.step is None or branch.parent not in live
-        else step_url(fork.parent, fork.step),
+        fork_url=fork_url(fork, live),
         own_events=own_events,
     )
     return row
+
+
+def fork_url(fork: Fork | None, live: set[str]) -> str | None:
+    """Where a fork's label leads: the parent's step it continues from (or the parent,
+    when its presenter names no step), while the parent lives."""
+    if fork is None or fork.parent not in live:
+        return None
+    return branch_url(fork.parent) if fork.step is None else step_url(fork.parent, fork.step)
 
 
 def visible_graph(graph: rewinddb.HistoryGraph, names: set[str]) -> rewinddb.HistoryGraph:

@@ -156,10 +156,11 @@ def step_items(page: StepPage, fork: Fork | None, *, newest: bool) -> list[StepI
 
 
 def fork_step_url(fork: Fork | None, db: rewinddb.Database) -> str | None:
-    """The parent's step the fork continues from (its page), while the parent exists."""
-    if fork is None or fork.step is None or not db.branches.exists(fork.parent):
+    """Where the fork's label leads: the parent's step it continues from (or the parent,
+    when its presenter names no step), while the parent exists."""
+    if fork is None or not db.branches.exists(fork.parent):
         return None
-    return step_url(fork.parent, fork.step)
+    return branch_url(fork.parent) if fork.step is None else step_url(fork.parent, fork.step)
 
 
 def branch_story(
