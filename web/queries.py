@@ -13,6 +13,7 @@ from typing import Any
 import rewinddb
 from rewinddb import story
 from rewinddb.presenters import Fork, to_dict
+from rewinddb.story import DiffRow
 
 from .stories import status_text
 from .urls import branch_url, event_url, key_url, step_url
@@ -357,26 +358,34 @@ def compare(db: rewinddb.Database, a: str, b: str, *, readable: bool = False) ->
     ``StoryComparison`` itself (``compare_json`` makes it JSON)."""
     (branch_a, as_of_a), (branch_b, as_of_b) = parse_point(db, a), parse_point(db, b)
     with db.read():
-        diff = db.diff(branch_a, branch_b, as_of_a=as_of_a, as_of_b=as_of_b, readable=readable)
-        version_a, version_b = diff.a.version, diff.b.version
+        # A point without a version is the branch now: at the clock's version.
+        version_a = db.version if as_of_a is None else as_of_a
+        version_b = db.version if as_of_b is None else as_of_b
         told = story.compare_stories(db, (branch_a, version_a), (branch_b, version_b))
         split = told.events
         length_a = split.common_prefix + len(split.only_a)
         length_b = split.common_prefix + len(split.only_b)
         shown_from = max(split.common_prefix - 3, 0)  # a little shared context
-        presenter = story.presenter_of(db, branch_b)
-        state_rows = []
-        for change in diff.changes:
-            if change.primitive == "events":
-                continue
-            row = change.to_dict()
-            row["label"] = presenter.key_label(change.primitive, change.key)
-            row["hidden"] = presenter.hidden(change)
-            state_rows.append(row)
-        events_left_out = len(diff.changes) - len(state_rows)
-        state = diff.to_dict()
-        state["changes"] = state_rows
-        state["counts"] = _counts(state_rows)
+        rows = told.rows
+        if not readable:  # the values as stored, set apart as the comparison's rows are
+            raw = db.diff(branch_a, branch_b, as_of_a=version_a, as_of_b=version_b)
+            presenter = story.presenter_of(db, branch_b)
+            rows = tuple(
+                DiffRow(c, presenter.key_label(c.primitive, c.key), presenter.hidden(c))
+                for c in raw.changes
+            )
+        state_rows = [
+            {**row.change.to_dict(), "label": row.label, "hidden": row.hidden}
+            for row in rows
+            if row.change.primitive != "events"
+        ]
+        events_left_out = len(rows) - len(state_rows)
+        state = {
+            "a": {"branch": branch_a, "version": version_a},
+            "b": {"branch": branch_b, "version": version_b},
+            "counts": _counts(state_rows),
+            "changes": state_rows,
+        }
         return {
             "a": {"branch": branch_a, "version": version_a, "events": length_a},
             "b": {"branch": branch_b, "version": version_b, "events": length_b},
@@ -399,6 +408,7 @@ def compare_json(data: dict[str, Any]) -> dict[str, Any]:
     told: story.StoryComparison = data["comparison"]
     comparison = to_dict(told)
     comparison.pop("events")  # the logs and first_divergent say it
+    comparison.pop("rows")  # the diff says it
     for side, summary in (("a", told.a), ("b", told.b)):
         comparison[side]["status_text"] = status_text(summary)
     return {**data, "comparison": comparison}

@@ -259,19 +259,7 @@ def transcript_json(branch: str, transcript: Transcript | None) -> dict[str, Any
 
 
 def step_by_id(db: rewinddb.Database, branch: str, step_id: str) -> Step:
-    """The step of ``branch`` whose framework id (a checkpoint id) is ``step_id``, found
-    by its presenter's ``step_by_id`` (a ``not_found`` error when its presenter names
-    steps by version only, or none has that id)."""
+    """The step of ``branch`` whose framework id (a checkpoint id) is ``step_id``, as its
+    presenter finds it (a ``not_found`` error when none has that id)."""
     with db.read():
-        presenter = story.presenter_of(db, branch)
-        lookup = getattr(presenter, "step_by_id", None)
-        if not callable(lookup):
-            raise rewinddb.NotFoundError(
-                f"the steps of {branch!r} are named by version, not by id: open the "
-                "branch's page for its steps",
-                code="not_found.checkpoint",
-            )
-        found = lookup(db, branch, step_id)
-        if not isinstance(found, Step):
-            raise TypeError(f"{type(presenter).__name__}.step_by_id returned {found!r}")
-        return found
+        return story.presenter_of(db, branch).step_by_id(db, branch, step_id)
