@@ -116,10 +116,13 @@ def branch_response(
             db, name, steps_before=steps_before, messages_before=messages_before
         )
         conversation = told["chat"] is not None and view != "events" and detail is None
+        record = told["story"].branch
         if conversation:
-            page: dict[str, Any] = {"branch": queries.branch_info(db, name)}
+            page: dict[str, Any] = {"branch": queries.branch_info(db, name, record)}
         else:
-            page = queries.branch_page(db, name, event_type=event_type, search=search)
+            page = queries.branch_page(
+                db, name, event_type=event_type, search=search, record=record
+            )
     context = {
         **told,
         **page,

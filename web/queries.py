@@ -12,7 +12,7 @@ from typing import Any
 
 import rewinddb
 from rewinddb import story
-from rewinddb.presenters import Fork, to_dict
+from rewinddb.presenters import Fork, Presenter, presenter_for, to_dict
 from rewinddb.story import DiffRow
 
 from .stories import status_text
@@ -142,11 +142,13 @@ def branch_page(
     *,
     event_type: str | None = None,
     search: str | None = None,
+    record: rewinddb.Branch | None = None,
 ) -> dict[str, Any]:
-    """A branch's record, its event types (for the filter) and the first timeline page."""
+    """A branch's record (``record``, when the caller read it already), its event types
+    (for the filter) and the first timeline page."""
     view = db.at(branch)
     with db.read():
-        info = branch_info(db, branch)
+        info = branch_info(db, branch, record)
         check = view.events.verify()
         return {
             "branch": info,
@@ -161,10 +163,13 @@ def branch_page(
         }
 
 
-def branch_info(db: rewinddb.Database, branch: str) -> dict[str, Any]:
-    """A branch's record as a page shows it: with its URL, and whether its parent lives."""
+def branch_info(
+    db: rewinddb.Database, branch: str, record: rewinddb.Branch | None = None
+) -> dict[str, Any]:
+    """A branch's record (read unless given) as a page shows it: with its URL, and
+    whether its parent lives."""
     with db.read():
-        info = db.at(branch).info().to_dict()
+        info = (record or db.at(branch).info()).to_dict()
         info["url"] = branch_url(branch)
         info["parent_live"] = info["parent"] is not None and db.branches.exists(info["parent"])
         return info
@@ -197,7 +202,7 @@ def event_detail(
         point = (branch, event.version) if event.version >= forked_at else None
         if point is None and db.branches.exists(event.branch):
             point = (event.branch, event.version)
-        together = _committed_with(view, event)
+        together = _committed_with(db, view, event)
         first = event if together[0] == sequence else view.events.get(together[0])
         previous = _previous_point(db, view, info, first)
         state: dict[str, list[dict[str, Any]]] | None = None
@@ -223,7 +228,7 @@ def event_detail(
                 )
                 own = _own_changes(whole.changes, sequence, together)
                 diff = replace(whole, changes=own).to_dict()
-                _mark_bookkeeping(db, branch, own, diff)
+                _mark_bookkeeping(presenter_for(info), own, diff)
         return {
             "branch": branch,
             "event": _event_row(branch, event),
@@ -242,20 +247,26 @@ def event_detail(
 
 
 def _mark_bookkeeping(
-    db: rewinddb.Database, branch: str, changes: list[rewinddb.Change], diff: dict[str, Any]
+    presenter: Presenter, changes: list[rewinddb.Change], diff: dict[str, Any]
 ) -> None:
-    """Give each row of ``diff`` (``Diff.to_dict()`` of ``changes``) what ``branch``'s
-    presenter calls its key (``label``) and whether it is bookkeeping (``hidden``), as
-    step pages do."""
-    presenter = story.presenter_of(db, branch)
+    """Give each row of ``diff`` (``Diff.to_dict()`` of ``changes``) what ``presenter``
+    calls its key (``label``) and whether it is bookkeeping (``hidden``), as step pages
+    do."""
     for change, row in zip(changes, diff["changes"], strict=True):
         row["label"] = presenter.key_label(change.primitive, change.key)
         row["hidden"] = presenter.hidden(change)
 
 
-def _committed_with(view: rewinddb.BranchView, event: rewinddb.Event) -> list[int]:
-    """The sequences of the events of ``view``'s log appended in ``event``'s version
-    (``event`` among them; at most ``TOGETHER`` on either side of it), in order."""
+def _committed_with(
+    db: rewinddb.Database, view: rewinddb.BranchView, event: rewinddb.Event
+) -> list[int]:
+    """The sequences of the events appended in ``event``'s version (``event`` among
+    them), in order: what the branch that wrote it wrote then, or, that branch deleted,
+    the events of ``view``'s log around it (at most ``TOGETHER`` on either side)."""
+    if db.branches.exists(event.branch):
+        written = db.at(event.branch).written(event.version).events
+        if any(item.hash == event.hash for item in written):  # not a reused name
+            return sorted(item.sequence for item in written)
     start = max(event.sequence - TOGETHER, 0)
     items = view.events.list(after=start - 1 if start else None, limit=2 * TOGETHER + 1)
     together = [item.event.sequence for item in items if item.event.version == event.version]
