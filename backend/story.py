@@ -5,11 +5,13 @@ presenter, reads state or diffs on its own, so the two always tell the same stor
 branch as its steps and conversation (:func:`branch_story`), one step as the state as
 of it and what it changed with the bookkeeping set apart (:func:`step_detail`), two
 attempts side by side (:func:`compare_stories`), and the attempts of a database with
-their outcomes (:func:`attempts`).
+their outcomes (:func:`attempts`). :func:`chat` and :func:`step_items` arrange a page
+of them the way both draw it (the fork point marked, a tool result shown once).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +19,18 @@ from . import presenters
 from .diff import Change, Point
 from .events import EventLogDiff, diff_event_logs
 from .models import Branch
-from .presenters import STEPS_PAGE, Presenter, Step, StepPage, Summary, Transcript
+from .presenters import (
+    STEPS_PAGE,
+    Fork,
+    Interrupt,
+    Message,
+    Presenter,
+    Step,
+    StepPage,
+    Summary,
+    Transcript,
+    payload_text,
+)
 
 if TYPE_CHECKING:
     from .database import Database
@@ -107,6 +120,132 @@ class StoryComparison:
     @property
     def hidden_count(self) -> int:
         return sum(row.hidden for row in self.rows)
+
+
+# -- how a page arranges a story (the web and the widget draw these) ---------------
+
+#: The roles a message is drawn as; any other role is drawn as ``other`` (and named).
+ROLES = frozenset({"human", "ai", "tool", "system"})
+_ROLE_NAMES = {"user": "human", "assistant": "ai"}
+
+
+@dataclass(frozen=True)
+class ChatItem:
+    """One thing in the conversation column: a message, an approval card, or the mark
+    of the fork point (``fork``)."""
+
+    kind: str  # "message", "interrupt" or "fork"
+    message: Message | None = None
+    interrupt: Interrupt | None = None
+    fork: Fork | None = None
+    inherited: bool = False
+
+
+@dataclass(frozen=True)
+class StepItem:
+    """One row of the steps list: a step, or the mark of the fork point."""
+
+    kind: str  # "step" or "fork"
+    step: Step | None = None
+    fork: Fork | None = None
+
+
+def role_of(message: Message) -> str:
+    """The role a message is drawn as (``human``, ``ai``, ``tool``, ``system``, ``other``)."""
+    role = _ROLE_NAMES.get(message.role, message.role)
+    return role if role in ROLES else "other"
+
+
+def question_text(interrupt: Interrupt) -> tuple[str, Any]:
+    """An interrupt's question as (the text a person reads, the rest of it or None):
+    ``{"question": "Book it?", "args": {...}}`` reads "Book it?" with the args beside."""
+    question = interrupt.question
+    if isinstance(question, str):
+        return question, None
+    text = interrupt.text
+    if isinstance(question, dict):
+        for field in ("question", "message", "text", "prompt"):
+            if isinstance(question.get(field), str) and text in (None, question[field]):
+                rest = {key: value for key, value in question.items() if key != field}
+                return question[field], rest or None
+    if text is not None:
+        return text, question
+    return payload_text(question), None
+
+
+def status_text(summary: Summary) -> str:
+    """``finished``, ``interrupted, waiting on approve``, ``open``, ..."""
+    if summary.status == "interrupted" and summary.waiting_on:
+        return f"interrupted, waiting on {summary.waiting_on}"
+    return summary.status
+
+
+def _inherited(message: Message, fork: Fork | None) -> bool:
+    return fork is not None and message.step is not None and message.step <= fork.version
+
+
+def chat(transcript: Transcript, fork: Fork | None) -> list[ChatItem]:
+    """A page of the conversation as the column shows it: messages oldest first, each
+    interrupt before the first message that came after it, the fork point marked
+    between the inherited messages and the branch's own. A tool message is left out
+    when a call's card on this page already shows it as that call's result."""
+    messages = transcript.messages
+    answered = {
+        call.id
+        for message in messages
+        for call in message.tool_calls
+        if call.id is not None and call.result is not None
+    }
+    first_page = transcript.start == 0
+    newest_page = transcript.start + len(messages) >= transcript.total
+    steps = [m.step for m in messages if m.step is not None]
+    low = -math.inf if first_page or not steps else min(steps)
+    high = math.inf if newest_page or not steps else max(steps)
+    waiting = sorted(
+        (i for i in transcript.interrupts if i.step is None or low <= i.step <= high),
+        key=lambda i: math.inf if i.step is None else i.step,
+    )
+    items: list[ChatItem] = []
+    marked = fork is None
+    seen_inherited = False
+    for message in messages:
+        while (
+            waiting
+            and waiting[0].step is not None
+            and (message.step is not None and waiting[0].step < message.step)
+        ):
+            items.append(ChatItem("interrupt", interrupt=waiting.pop(0)))
+        inherited = _inherited(message, fork)
+        # A message whose step is unknown cannot say which side of the fork it is on.
+        own = fork is not None and message.step is not None and not inherited
+        starts = first_page and fork is not None and fork.version > 0
+        if not marked and own and (seen_inherited or starts):
+            items.append(ChatItem("fork", fork=fork))
+            marked = True
+        seen_inherited = seen_inherited or inherited
+        if role_of(message) == "tool" and message.tool_call_id in answered:
+            continue
+        items.append(ChatItem("message", message=message, inherited=inherited))
+    items += [ChatItem("interrupt", interrupt=i) for i in waiting]
+    if not marked and newest_page and seen_inherited:
+        items.append(ChatItem("fork", fork=fork))  # nothing of its own said yet
+    return items
+
+
+def step_items(page: StepPage, fork: Fork | None, *, newest: bool) -> list[StepItem]:
+    """A page of steps with the fork point marked between the inherited ones and the
+    branch's own, where this page holds that boundary (``newest``: no page after it)."""
+    items: list[StepItem] = []
+    before: bool | None = None  # whether the step before this one was inherited
+    for step in page.steps:
+        starts = before is None and page.older is None  # the first step of all
+        if fork is not None and not step.inherited and (before or starts):
+            items.append(StepItem("fork", fork=fork))
+        before = step.inherited
+        items.append(StepItem("step", step=step))
+    if fork is not None and newest and (before or not page.steps):
+        items.append(StepItem("fork", fork=fork))  # nothing of its own yet
+    return items
 
 
 def presenter_of(db: Database, branch: str) -> Presenter:

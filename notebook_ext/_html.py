@@ -10,12 +10,10 @@ so they are rendered as they are, never decoded again. Long text wraps.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
 from html import escape
 from typing import Any
 
-from rewinddb import rendering
+from rewinddb import rendering, story
 from rewinddb.presenters import (
     Fork,
     Interrupt,
@@ -25,7 +23,6 @@ from rewinddb.presenters import (
     Summary,
     ToolCall,
     Transcript,
-    payload_text,
 )
 from rewinddb.rendering import WRAP, plural, value_text
 from rewinddb.story import DiffRow, StepDetail, StoryComparison
@@ -42,7 +39,6 @@ _STATUS_COLOR = {
     "open": "#0366d6",
     "empty": "#666",
 }
-_ROLE_NAMES = {"user": "human", "assistant": "ai"}
 _ROLE_STYLE = {
     "human": ("#0366d6", "#f1f8ff"),
     "ai": ("#22863a", "#f0fff4"),
@@ -74,9 +70,7 @@ def _badge(text: str, color: str) -> str:
 
 def summary_html(summary: Summary) -> str:
     """What the branch is and how it ended: kind, status, outcome, where it came from."""
-    status: str = summary.status
-    if status == "interrupted" and summary.waiting_on:
-        status = f"interrupted, waiting on {summary.waiting_on}"
+    status = story.status_text(summary)
     parts = [
         f"<b>{escape(summary.title)}</b>",
         _badge(summary.kind, "#555"),
@@ -112,27 +106,10 @@ def tool_call_html(call: ToolCall) -> str:
     )
 
 
-def question_text(interrupt: Interrupt) -> tuple[str, Any]:
-    """An interrupt's question as (the text a person reads, the rest of it or None):
-    ``{"question": "Book it?", "args": {...}}`` reads "Book it?" with the args beside."""
-    question = interrupt.question
-    if isinstance(question, str):
-        return question, None
-    text = interrupt.text
-    if text is None and isinstance(question, dict) and isinstance(question.get("question"), str):
-        text = question["question"]
-    if text is None:
-        return payload_text(question), None
-    if isinstance(question, dict):
-        rest = {key: value for key, value in question.items() if value != text}
-        return text, rest or None
-    return text, question
-
-
 def interrupt_html(interrupt: Interrupt) -> str:
     """An interrupt as an approval card: the question, who asked, the answer (or none yet)."""
     asked = f" &middot; asked by <b>{escape(interrupt.node)}</b>" if interrupt.node else ""
-    question, rest = question_text(interrupt)
+    question, rest = story.question_text(interrupt)
     details = f'<div><code style="{WRAP}">{value_text(rest)}</code></div>' if rest else ""
     answer = (
         f'<div><span style="{_MUTED}">answered</span> {_text(interrupt.resume)}</div>'
@@ -145,16 +122,9 @@ def interrupt_html(interrupt: Interrupt) -> str:
     )
 
 
-def role_of(item: Message) -> str:
-    """The role a message is drawn as: ``human``, ``ai``, ``tool``, ``system``, or
-    ``other`` (then named)."""
-    role = _ROLE_NAMES.get(item.role, item.role)
-    return role if role in _ROLE_STYLE else "other"
-
-
 def message_html(item: Message, *, inherited: bool = False) -> str:
     """One message: its role, its text, and the tool calls it asked for as cards."""
-    role = role_of(item)
+    role = story.role_of(item)
     color, background = _ROLE_STYLE.get(role, ("#555", "#fff"))
     who = escape(item.role) + (f" &middot; {escape(item.name)}" if item.name else "")
     if item.tool_call_id:
@@ -181,54 +151,18 @@ def fork_mark(fork: Fork) -> str:
     )
 
 
-def _inherited(item: Message, fork: Fork | None) -> bool:
-    return fork is not None and item.step is not None and item.step <= fork.version
-
-
-def chat_html(
-    messages: Iterable[Message],
-    interrupts: Iterable[Interrupt] = (),
-    *,
-    fork: Fork | None = None,
-    first_page: bool = True,
-    newest_page: bool = True,
-) -> str:
-    """Messages oldest first, each interrupt before the first message that came after
-    it, the fork point marked between the inherited messages and the branch's own; a
-    tool message is left out when a call's card here shows it as that call's result."""
-    shown = list(messages)
-    answered = {
-        call.id
-        for item in shown
-        for call in item.tool_calls
-        if call.id is not None and call.result is not None
-    }
-    steps = [item.step for item in shown if item.step is not None]
-    low = -math.inf if first_page or not steps else min(steps)
-    high = math.inf if newest_page or not steps else max(steps)
-    waiting = sorted(
-        (i for i in interrupts if i.step is None or low <= i.step <= high),
-        key=lambda i: math.inf if i.step is None else i.step,
-    )
+def chat_html(transcript: Transcript, fork: Fork | None = None) -> str:
+    """A page of conversation as ``rewinddb.story.chat`` arranges it (the web's too):
+    messages oldest first, approval cards where they were asked, the fork point marked,
+    a tool result shown once, on its call's card."""
     parts = []
-    marked, seen_inherited = fork is None, False
-    for item in shown:
-        while waiting and waiting[0].step is not None and item.step is not None:
-            if waiting[0].step >= item.step:
-                break
-            parts.append(interrupt_html(waiting.pop(0)))
-        inherited = _inherited(item, fork)
-        starts = first_page and fork is not None and fork.version > 0
-        if fork is not None and not marked and not inherited and (seen_inherited or starts):
-            parts.append(fork_mark(fork))
-            marked = True
-        seen_inherited = seen_inherited or inherited
-        if role_of(item) == "tool" and item.tool_call_id in answered:
-            continue
-        parts.append(message_html(item, inherited=inherited))
-    parts += [interrupt_html(interrupt) for interrupt in waiting]
-    if fork is not None and not marked and newest_page and (seen_inherited or not shown):
-        parts.append(fork_mark(fork))  # nothing of its own said yet
+    for item in story.chat(transcript, fork):
+        if item.kind == "fork" and item.fork is not None:
+            parts.append(fork_mark(item.fork))
+        elif item.kind == "interrupt" and item.interrupt is not None:
+            parts.append(interrupt_html(item.interrupt))
+        elif item.message is not None:
+            parts.append(message_html(item.message, inherited=item.inherited))
     return "".join(parts)
 
 
@@ -244,13 +178,7 @@ def transcript_html(transcript: Transcript | None, fork: Fork | None = None) -> 
         if transcript.messages
         else "No messages."
     )
-    return head + chat_html(
-        transcript.messages,
-        transcript.interrupts,
-        fork=fork,
-        first_page=transcript.start == 0,
-        newest_page=end >= transcript.total,
-    )
+    return head + chat_html(transcript, fork)
 
 
 # -- steps --------------------------------------------------------------------------
@@ -273,15 +201,17 @@ def step_name(step: Step) -> str:
 
 
 def step_names(page: StepPage, fork: Fork | None) -> list[str]:
-    """The step list's lines for a page: the branch's first own step after the
-    inherited ones carries the fork point's mark."""
-    names = []
-    before: bool | None = None  # whether the step before was inherited
-    for step in page.steps:
-        starts = before is None and page.older is None  # the first step of all
-        mark = fork is not None and not step.inherited and (bool(before) or starts)
-        names.append(f"◆ {fork.label}: {step_name(step)}" if mark and fork else step_name(step))
-        before = step.inherited
+    """The step list's lines for a page (``rewinddb.story.step_items``): the branch's
+    first own step after the inherited ones carries the fork point's mark."""
+    names: list[str] = []
+    mark: Fork | None = None
+    for item in story.step_items(page, fork, newest=False):
+        if item.kind == "fork":
+            mark = item.fork
+        elif item.step is not None:
+            name = step_name(item.step)
+            names.append(f"◆ {mark.label}: {name}" if mark is not None else name)
+            mark = None
     return names
 
 
@@ -334,7 +264,7 @@ def detail_html(detail: StepDetail, *, show_hidden: bool, fork: Fork | None = No
     appended, its diff from the step before (bookkeeping rows only when ``show_hidden``,
     greyed), each list cut at ``DIFF_ROWS``."""
     step = detail.step
-    added = chat_html(step.messages, step.interrupts)
+    added = chat_html(Transcript(step.messages, 0, len(step.messages), step.interrupts))
     since = (
         f"step {detail.previous.number}" if detail.previous is not None else "the branch's start"
     )

@@ -13,9 +13,8 @@ from typing import Any
 import rewinddb
 from rewinddb import story
 from rewinddb.presenters import Fork, Presenter, presenter_for, to_dict
-from rewinddb.story import DiffRow
+from rewinddb.story import DiffRow, status_text
 
-from .stories import status_text
 from .urls import branch_url, event_url, key_url, step_url
 
 #: Events on one page of a branch's timeline.

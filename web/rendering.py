@@ -16,9 +16,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from rewinddb.presenters import readable, short
+from rewinddb.story import question_text, role_of, status_text
 
 from .assets import HTMX_VERSION
-from .stories import question_text, role_of, status_text
 from .urls import (
     branch_url,
     compare_url,

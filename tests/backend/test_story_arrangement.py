@@ -1,4 +1,4 @@
-"""How the story pages arrange the presenters' records: where the fork point and the
+"""How ``rewinddb.story`` arranges the presenters' records: where the fork point and the
 approval cards fall in a page of conversation or steps, which tool messages a call's
 card already shows, and the words of a status or a question."""
 
@@ -16,7 +16,7 @@ from rewinddb.presenters import (
     ToolCall,
     Transcript,
 )
-from rewinddb.web.stories import chat, question_text, role_of, status_text, step_items
+from rewinddb.story import chat, question_text, role_of, status_text, step_items
 
 FORK = Fork("lg/t", 10, "edit", "edit of step 3 of t", step=10)
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
