@@ -176,8 +176,9 @@ class BranchView(_Primitives):
             return lineage_commit_count(engine, engine.branch(self.branch), before=before)
 
     def written(self, version: int) -> Written:
-        """What this branch itself wrote at ``version``: the keys (``(space, key)``) and
-        the events (empty when the version is another branch's)."""
+        """What this branch's history holds at ``version``: the keys (``(space, key)``)
+        and the events its commit there wrote (on this branch, or on the ancestor it
+        inherited that version from); empty where another branch wrote."""
         engine = self._db._engine
         with engine.conn.lock, engine.conn.snapshot():
             return written_at(engine, engine.branch(self.branch), version)

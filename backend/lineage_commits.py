@@ -118,8 +118,21 @@ def commit_from_row(engine: Engine, row: tuple[Any, ...]) -> Commit:
 
 
 def written_at(engine: Engine, record: BranchRecord, version: int) -> Written:
-    """What ``record`` itself wrote at ``version`` (nothing, if another branch did)."""
+    """What ``record``'s history holds at ``version``: what it wrote there, or what the
+    ancestor it inherited that version from did (read through the lineage, so a deleted
+    ancestor's rows still say what they were); nothing where another branch wrote."""
     check_count(version, "version")
+    owner = next(
+        (
+            branch_id
+            for branch_id, _ in engine.row_lineage(record, version)
+            if engine.branch_by_id(branch_id).forked_at < version
+        ),
+        None,
+    )
+    if owner is None:
+        return Written(version, (), ())
+    record = engine.branch_by_id(owner)
     keys = engine.conn.fetchall(
         "SELECT space, key FROM rewind_entries WHERE branch_id = ? AND version = ? "
         "ORDER BY space, key",

@@ -266,7 +266,7 @@ class Presenter:
         )
 
     def _commit_step(self, db: Database, branch: str, commit: Commit, number: int) -> Step:
-        written = db.at(commit.branch).written(commit.version)
+        written = db.at(branch).written(commit.version)
         types = sorted({event.event_type for event in written.events})
         keys = tuple(f"{space}:{key}" for space, key in written.keys)
         if types:
@@ -290,6 +290,8 @@ class Presenter:
         """What ``step`` did, as a digest that is equal for two steps that did the same
         thing at other versions or on other branches (comparisons use it to find where
         two attempts part): here, the values it wrote and the events it appended."""
+        if not db.branches.exists(step.branch):  # an ancestor deleted since: its labels
+            return hashlib.sha256(dumps([step.label, list(step.writes)])).hexdigest()
         view = db.at(step.branch)
         written = view.written(step.version)
         getters: dict[str, Callable[..., Any]] = {

@@ -112,6 +112,9 @@ class StoryComparison:
     the oldest that many were compared)."""
     rows: tuple[DiffRow, ...] = ()
     """The state diff from a to b, labelled and set apart as ``b``'s presenter says."""
+    point_a: Point | None = None
+    point_b: Point | None = None
+    """The two points compared, their versions resolved (a head is its version then)."""
 
     @property
     def visible(self) -> tuple[DiffRow, ...]:
@@ -344,6 +347,8 @@ def compare_stories(
             diff_event_logs(log_a, log_b),
             complete,
             _rows(presenter_b, diff.changes),
+            diff.a,
+            diff.b,
         )
 
 

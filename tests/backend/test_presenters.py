@@ -53,7 +53,8 @@ def test_lineage_commits_include_inherited_ones_newest_first(db: rewinddb.Databa
         (1, "tool.result"),
     ]
     assert run.written(4).keys == (("kv", "plan"),)
-    assert run.written(1).keys == ()  # default wrote it, not run
+    assert run.written(1).keys == (("kv", "task"),)  # inherited from default
+    assert run.written(2).keys == ()  # default's, after the fork point: not run's history
     assert db.at("default").written(1).keys == (("kv", "task"),)
 
 
@@ -134,6 +135,21 @@ def test_generic_presenter_describes_an_attempt(db: rewinddb.Database) -> None:
         presenter.step_by_id(db, "nope", "1f0c")
     assert presenter.state(db, page.steps[2]) == {"kv:task": "reduce risk", "kv:plan": ["a", "b"]}
     assert presenter.transcript(db, "run") is None
+
+
+def test_steps_inherited_from_a_deleted_ancestor_still_list(db: rewinddb.Database) -> None:
+    attempt(db)
+    db.branches.fork("run", "retry", at=4)
+    db.at("retry").kv.put("plan", ["c"])
+    db.branches.delete("run")
+    page = presenters.generic().steps(db, "retry")
+    assert [(s.version, s.branch, s.label) for s in page.steps] == [
+        (1, "default", "wrote task"),
+        (3, "run", "tool.call, tool.result"),
+        (4, "run", "wrote plan"),
+        (6, "retry", "wrote plan"),
+    ]
+    assert presenters.generic().fingerprint(db, page.steps[1])  # from its labels
 
 
 def test_generic_summaries_say_open_failed_and_empty(db: rewinddb.Database) -> None:
