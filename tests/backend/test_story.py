@@ -72,7 +72,7 @@ def test_two_attempts_that_began_alike_share_their_first_steps(db: rewinddb.Data
         ("events", "added"),
     }
     assert compared.hidden_count == 0
-    assert compared.point_a == rewinddb.Point("run-1", db.branches.get("run-1").head)
+    assert compared.point_a == rewinddb.Point("run-1", db.version)  # now, on its branch
     assert compared.point_b == rewinddb.Point("run-3", db.version)
     same = story.compare_stories(db, ("run-1", None), ("run-1", None))
     assert (same.first_a, same.first_b) == (None, None)
