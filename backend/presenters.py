@@ -350,6 +350,12 @@ class Presenter:
         object when there are none); ``memo`` decodes shared parts once."""
         return value
 
+    def value_text(self, value: Any) -> str | None:
+        """A decoded value this presenter recognizes, as the line a person reads (a chat
+        message as ``ai: Have a good trip``), or None. The front ends show that line
+        where the value appears in a state or a diff, its JSON behind a toggle."""
+        return None
+
     def encoded(self, value: Any) -> bool:
         """Whether ``value`` itself (not something inside it) is one of the encodings
         ``display`` decodes. A readable diff compares stored values first and decodes
@@ -487,6 +493,16 @@ def presenter_for(branch: Branch) -> Presenter:
 def generic() -> Presenter:
     """The presenter of plain branches."""
     return _GENERIC
+
+
+def value_text(value: Any) -> str | None:
+    """The line the first registered presenter that recognizes ``value`` reads it as
+    (see ``Presenter.value_text``), or None."""
+    for presenter in registered():
+        text = presenter.value_text(value)
+        if text is not None:
+            return text
+    return None
 
 
 def encoded(value: Any) -> bool:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from . import presenters
 from ._values import dumps
 from .presenters import readable
 
@@ -75,6 +76,9 @@ def _tree(value: Any, label: str, open_levels: int) -> str:
     if isinstance(value, dict) and value:
         items = [(str(k), v) for k, v in value.items()]
         children = _children(items, open_levels, "key")
+        line = presenters.value_text(value)
+        if line is not None:  # a message: the line a person reads, its fields folded
+            return _details(f"{name}{escape(line)}", children, False)
         return _details(f"{name}{{{plural(len(value), 'key')}}}", children, open_levels > 0)
     if isinstance(value, list) and value:
         children = _children([(f"[{i}]", v) for i, v in enumerate(value)], open_levels, "item")
@@ -132,6 +136,18 @@ def diff_html(diff: Diff) -> str:
     return head + changes_table((change, change.key, False) for change in diff.changes)
 
 
+def _cell_value(value: Any) -> str:
+    """A value in a diff row: the line a presenter reads it as (a message), its JSON
+    folded beside; else its JSON text."""
+    line = presenters.value_text(value)
+    if line is None:
+        return value_text(value)
+    return (
+        f'{escape(line)} <details style="display:inline"><summary>JSON</summary>'
+        f"<code>{value_text(value)}</code></details>"
+    )
+
+
 def changes_table(rows: Iterable[tuple[Change, str, bool]]) -> str:
     """Diff rows ``(change, what to call its key, muted)`` as a colored table (+ added,
     - removed, ~ changed old -> new); muted rows (bookkeeping) are greyed."""
@@ -139,9 +155,9 @@ def changes_table(rows: Iterable[tuple[Change, str, bool]]) -> str:
     for change, label, muted in rows:
         mark, background, color = _KIND_STYLE[change.kind]
         if change.kind == "changed":
-            values = f"{value_text(change.old)} &rarr; {value_text(change.new)}"
+            values = f"{_cell_value(change.old)} &rarr; {_cell_value(change.new)}"
         else:
-            values = value_text(change.new if change.kind == "added" else change.old)
+            values = _cell_value(change.new if change.kind == "added" else change.old)
         style = f"background:{background};color:{color}" + (";opacity:0.55" if muted else "")
         cells.append(
             f'<tr style="{style}">'

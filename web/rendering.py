@@ -15,6 +15,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from rewinddb import presenters
 from rewinddb.presenters import readable, short
 from rewinddb.story import question_text, role_of, status_text
 
@@ -105,6 +106,7 @@ def make_templates(*, allow_writes: bool) -> jinja2.Environment:
     )
     env.filters.update(
         value_text=value_text,
+        value_line=presenters.value_text,
         is_container=is_container,
         children=children,
         tilde=tilde_encode,

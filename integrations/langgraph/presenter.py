@@ -56,6 +56,8 @@ MESSAGES = "messages"
 START, INTERRUPT, RESUME, ERROR = "__start__", "__interrupt__", "__resume__", "__error__"
 #: Events read at a time while looking for pending writes, and at most per question.
 _CHUNK = 64
+#: Where LangChain's message classes live (``readable`` names a message by its class).
+_MESSAGE_CLASSES = "langchain_core.messages."
 _MAX_EVENTS = 4096
 #: Events read from the end of a branch for its last answer (the overview's outcome).
 _RECENT = 16
@@ -189,6 +191,16 @@ class LangGraphPresenter(Presenter):
 
     def encoded(self, value: Any) -> bool:
         return is_encoded(value)
+
+    def value_text(self, value: Any) -> str | None:
+        """A LangChain message (as ``readable`` decodes it) reads as ``role: what it says``."""
+        if not isinstance(value, dict):
+            return None
+        kind = value.get("__class__")
+        if not isinstance(kind, str) or not kind.startswith(_MESSAGE_CLASSES):
+            return None
+        shown = message(value)
+        return short(f"{shown.role}: {said(shown)}")
 
     # -- the overview ------------------------------------------------------------
 

@@ -9,6 +9,7 @@ import dataclasses
 import importlib.util
 import subprocess
 import sys
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from langgraph.graph import END, START, StateGraph
 from react_run import EXAMPLE, ReactRun, example, record_react_run
 
 import rewinddb
-from rewinddb import presenters, story
+from rewinddb import presenters, rendering, story
 from rewinddb.integrations.langgraph import RewindSaver
 from rewinddb.integrations.langgraph.presenter import LangGraphPresenter
 
@@ -224,6 +225,26 @@ def test_a_step_diff_shows_the_messages_and_hides_the_bookkeeping(
     assert [(r.change.path.rsplit(".", 1)[-1], r.change.old, r.change.new) for r in rows] == [
         ("city", react.tool_args["city"], react.edited_args["city"])
     ]
+
+
+def test_messages_in_states_and_diffs_read_as_lines(
+    react: ReactRun, react_db: rewinddb.Database
+) -> None:
+    called = _step_with_call(_all_steps(react_db, react.main_branch), react.tool)
+    detail = story.step_detail(react_db, react.main_branch, called.version)
+    (row,) = detail.visible
+    line = presenters.value_text(row.change.new)
+    assert line is not None and line.startswith("ai: calls " + react.tool)
+    first = detail.state["messages"][0]
+    assert presenters.value_text(first) is not None and presenters.value_text(first).startswith(
+        "system: "
+    )
+    assert presenters.value_text({"content": "not a message"}) is None
+    assert presenters.value_text("ai: text") is None
+    html = rendering.changes_table([(row.change, row.label, False)])
+    assert escape(line) in html and "<summary>JSON</summary>" in html
+    tree = rendering.value_tree(detail.state["messages"], "messages", decode=False)
+    assert escape(presenters.value_text(first) or "") in tree
 
 
 def test_user_metadata_stays_visible(react_db: rewinddb.Database) -> None:

@@ -125,6 +125,9 @@ def test_a_step_page_shows_state_diff_hidden_rows_and_raw_values(
     shown = words(page.text)
     assert f"show {hidden_state} hidden" in shown
     assert react.answer in shown  # what the step said
+    # The message the step added reads as a line in its diff row, its JSON folded.
+    diff = text_of(page.text.split('id="step-diff"', 1)[1].split('class="hidden-rows"', 1)[0])
+    assert f"ai: {react.answer}" in diff
     assert "raw stored JSON" in shown and "State as of this step" in shown
     visible, rest = page.text.split('class="hidden-rows"', 1)
     assert "channel_versions" not in text_of(visible.split('id="step-diff"', 1)[1])
