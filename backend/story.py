@@ -49,8 +49,22 @@ class DiffRow:
     hidden: bool
 
 
+class _DiffRows:
+    """Diff rows split as the pages show them: the visible ones, and how many are hidden."""
+
+    rows: tuple[DiffRow, ...]
+
+    @property
+    def visible(self) -> tuple[DiffRow, ...]:
+        return tuple(row for row in self.rows if not row.hidden)
+
+    @property
+    def hidden_count(self) -> int:
+        return sum(row.hidden for row in self.rows)
+
+
 @dataclass(frozen=True)
-class StepDetail:
+class StepDetail(_DiffRows):
     """One step opened: the state as of it (decoded and named as people read it, and as
     stored), and its diff from the step before (from the branch's start for its first)."""
 
@@ -61,14 +75,6 @@ class StepDetail:
     state: dict[str, Any]
     stored: dict[str, Any]
     rows: tuple[DiffRow, ...]
-
-    @property
-    def visible(self) -> tuple[DiffRow, ...]:
-        return tuple(row for row in self.rows if not row.hidden)
-
-    @property
-    def hidden_count(self) -> int:
-        return sum(row.hidden for row in self.rows)
 
 
 @dataclass(frozen=True)
@@ -91,7 +97,7 @@ class Attempt:
 
 
 @dataclass(frozen=True)
-class StoryComparison:
+class StoryComparison(_DiffRows):
     """Two attempts side by side: their summaries (outcomes), the point their histories
     share, and from there the steps each took. Steps after that point that did the same
     thing (the same ``Presenter.fingerprint``, at other versions) count as shared too, so
@@ -115,14 +121,6 @@ class StoryComparison:
     point_a: Point | None = None
     point_b: Point | None = None
     """The two points compared, their versions resolved (a head is its version then)."""
-
-    @property
-    def visible(self) -> tuple[DiffRow, ...]:
-        return tuple(row for row in self.rows if not row.hidden)
-
-    @property
-    def hidden_count(self) -> int:
-        return sum(row.hidden for row in self.rows)
 
 
 # -- how a page arranges a story (the web and the widget draw these) ---------------
