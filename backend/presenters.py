@@ -83,7 +83,8 @@ class Interrupt:
     resume: Any = None
     resumed: bool = False
     step: int | None = None
-    """The version of the step that asked."""
+    """The version of the checkpoint it was raised at. Once answered, the step after it
+    (what the asking node did when resumed) shows it; until then, that checkpoint's."""
     text: str | None = None
     """The question as a person reads it, when it has text: the value itself, or its
     ``question``/``message``/``text``/``prompt`` field."""

@@ -532,7 +532,9 @@ class LangGraphPresenter(Presenter):
             id=record.id,
             writes=channels,
             messages=tuple(replace(m, step=record.version) for m in added),
-            interrupts=tuple(self._interrupts(own, record.version, memo)),
+            interrupts=self._asked(
+                ran, None if parent is None else parent.version, own, record.version, memo
+            ),
             events=events,
         )
 
@@ -582,6 +584,22 @@ class LangGraphPresenter(Presenter):
             for channel, version in mine.items()
             if theirs.get(channel) != version and not _bookkeeping(channel)
         )
+
+    def _asked(
+        self,
+        ran: Sequence[_Write],
+        asked_at: int | None,
+        own: Sequence[_Write],
+        version: int,
+        memo: dict[Any, Any],
+    ) -> tuple[Interrupt, ...]:
+        """The interrupts a step shows: those answered by the tasks that made it (the
+        node that asked ran again once resumed, and this step is what it did; each keeps
+        the version of the checkpoint it was raised at, ``asked_at``), and those still
+        waiting at it (no step after it yet)."""
+        answered = [i for i in self._interrupts(ran, asked_at, memo) if i.resumed]
+        waiting = [i for i in self._interrupts(own, version, memo) if not i.resumed]
+        return (*answered, *waiting)
 
     def _interrupts(
         self, own: Sequence[_Write], version: int | None, memo: dict[Any, Any]

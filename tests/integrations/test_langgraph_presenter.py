@@ -93,8 +93,10 @@ def test_the_transcript_reads_as_the_conversation(
     assert all(m.step is not None for m in messages)
     booking = next(m for m in messages if any(c.name == "book_hotel" for c in m.tool_calls))
     assert booking.step == interrupt.step
-    step = PRESENTER.step(react_db, react.main_branch, booking.step)
-    assert step.interrupts == (interrupt,)
+    asked = PRESENTER.step(react_db, react.main_branch, booking.step)
+    assert asked.interrupts == ()  # the agent did not ask: the approve node did
+    (shown,) = [s for s in _all_steps(react_db, react.main_branch) if s.interrupts]
+    assert shown.label == "approve" and shown.interrupts == (interrupt,)
 
 
 def test_the_transcript_pages_from_the_newest(react: ReactRun, react_db: rewinddb.Database) -> None:
