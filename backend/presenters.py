@@ -198,17 +198,20 @@ class Presenter:
 
     # -- the overview ------------------------------------------------------------
 
-    def summary(self, db: Database, branch: Branch) -> Summary:
-        """Kind, status and outcome of ``branch``: a few reads, for the overview's rows."""
+    def summary(self, db: Database, branch: Branch, *, as_of: int | None = None) -> Summary:
+        """Kind, status and outcome of ``branch`` as of ``as_of`` (None: now): a few
+        reads, for the overview's rows and a comparison's sides."""
         view = db.at(branch.name)
         internal = branch.name == "default" and branch.head == 0 and branch.events == 0
         fork = self.fork(db, branch)
-        if branch.events == 0:
-            status: Status = "empty" if branch.head == 0 else "open"
+        events = branch.events if as_of is None else view.events.length(as_of=as_of)
+        if events == 0:
+            head = branch.head if as_of is None else min(branch.head, as_of)
+            status: Status = "empty" if head == 0 else "open"
             return Summary(
                 branch.name, self.name, "branch", branch.name, status, None, None, internal, fork
             )
-        last = view.events.get(branch.events - 1)
+        last = view.events.get(events - 1)
         status = _status_of(last.event_type)
         outcome = short(payload_text(last.payload)) if status != "open" else None
         return Summary(

@@ -325,7 +325,7 @@ def compare_stories(
             presenter = presenters.presenter_for(record)
             steps, whole = _steps_after(db, presenter, branch, version, shared.version)
             complete = complete and whole
-            sides.append((presenter, presenter.summary(db, record), steps))
+            sides.append((presenter, presenter.summary(db, record, as_of=version), steps))
         (presenter_a, summary_a, steps_a), (presenter_b, summary_b, steps_b) = sides
         same = 0
         for left, right in zip(steps_a, steps_b, strict=False):

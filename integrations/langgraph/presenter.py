@@ -204,30 +204,34 @@ class LangGraphPresenter(Presenter):
 
     # -- the overview ------------------------------------------------------------
 
-    def summary(self, db: rewinddb.Database, branch: rewinddb.Branch) -> Summary:
+    def summary(
+        self, db: rewinddb.Database, branch: rewinddb.Branch, *, as_of: int | None = None
+    ) -> Summary:
         """A thread's status (finished, interrupted and on which node, open, failed,
-        empty) and its last answer, from its newest checkpoint and newest events."""
+        empty) and its last answer as of ``as_of`` (None: now), from its newest
+        checkpoint and newest events then."""
         if branch.name == _names.INDEX_BRANCH:
             return Summary(
                 branch.name, self.name, "internal", "LangGraph saver index", "open", internal=True
             )
         parsed = _names.parse_branch(branch.name)
         if parsed is None:
-            return super().summary(db, branch)
+            return super().summary(db, branch, as_of=as_of)
         thread, namespace, _ = parsed
         kind = "subgraph" if namespace else "thread"
         title = f"{thread} / {namespace}" if namespace else thread
         view = db.at(branch.name)
         with db.read():
-            head = self._newest(view)
+            head = self._newest(view, as_of)
             fork = self.fork(db, branch)
             if head is None:
                 return Summary(branch.name, self.name, kind, title, "empty", fork=fork)
             memo: dict[Any, Any] = {}
-            recent = self._recent_writes(view, branch.events)
+            length = branch.events if as_of is None else view.events.length(as_of=as_of)
+            recent = self._recent_writes(view, length, as_of)
             own = [write for write in recent if write.checkpoint == head.id]
-            status, waiting, failure = self._status(view, own, memo)
-            outcome = failure or self._last_answer(view, head, recent, memo)
+            status, waiting, failure = self._status(view, own, memo, as_of)
+            outcome = failure or self._last_answer(view, head, recent, memo, as_of)
         return Summary(
             branch.name,
             self.name,
@@ -239,18 +243,25 @@ class LangGraphPresenter(Presenter):
             fork=fork,
         )
 
-    def _newest(self, view: rewinddb.BranchView) -> _Record | None:
-        for entry in reversed(view.kv.history(_names.CHECKPOINT_KEY, limit=1)):
+    def _newest(self, view: rewinddb.BranchView, as_of: int | None = None) -> _Record | None:
+        for entry in reversed(view.kv.history(_names.CHECKPOINT_KEY, as_of=as_of, limit=1)):
             return _record(entry)
         return None
 
-    def _recent_writes(self, view: rewinddb.BranchView, length: int) -> list[_Write]:
+    def _recent_writes(
+        self, view: rewinddb.BranchView, length: int, as_of: int | None = None
+    ) -> list[_Write]:
         start = max(length - _RECENT, 0)
-        items = view.events.list(after=start - 1 if start else None, limit=_RECENT)
+        after = start - 1 if start else None
+        items = view.events.list(after=after, limit=_RECENT, as_of=as_of)
         return [write for item in items if (write := _write(item.event)) is not None]
 
     def _status(
-        self, view: rewinddb.BranchView, own: list[_Write], memo: dict[Any, Any]
+        self,
+        view: rewinddb.BranchView,
+        own: list[_Write],
+        memo: dict[Any, Any],
+        as_of: int | None = None,
     ) -> tuple[Status, str | None, str | None]:
         """(status, the node it waits on, the error it failed with) of a head checkpoint
         with pending writes ``own``."""
@@ -261,7 +272,7 @@ class LangGraphPresenter(Presenter):
             if write.channel == ERROR:
                 error = readable(write.value, memo=memo)
                 return "failed", None, error if isinstance(error, str) else as_text(error)
-        pending = view.kv.keys(_names.CHANNEL_PREFIX)
+        pending = view.kv.keys(_names.CHANNEL_PREFIX, as_of=as_of)
         for key in pending:
             channel = key[len(_names.CHANNEL_PREFIX) :]
             if channel == START or channel.startswith(("branch:to:", "__pregel_tasks")):
@@ -274,6 +285,7 @@ class LangGraphPresenter(Presenter):
         head: _Record,
         recent: list[_Write],
         memo: dict[Any, Any],
+        as_of: int | None = None,
     ) -> str | None:
         """The text of the newest AI message (or plain-text message): from the newest
         writes, else (an edited head, a long tool run) from the channel itself."""
@@ -283,7 +295,7 @@ class LangGraphPresenter(Presenter):
                     for found in reversed(self._written(write, memo)):
                         if found.role in ("ai", "message"):
                             return said(found)
-        blob = view.kv.get(_names.channel_key(MESSAGES))
+        blob = view.kv.get(_names.channel_key(MESSAGES), as_of=as_of)
         items = _items(blob)
         if items is None:
             return None

@@ -186,6 +186,17 @@ def test_the_fork_compares_from_the_step_that_differs(
     assert compared.first_b is not None and compared.first_b.id == react.edited_checkpoint_id
     assert compared.first_a is not None and compared.first_a.nodes == ("tools",)
     assert (compared.a.outcome, compared.b.outcome) == (react.answer, react.fork_answer)
+    # At a past point, each side says how it stood then, not how it ended.
+    early = compared.shared.version
+    then = story.compare_stories(react_db, (react.main_branch, early), (react.fork_branch, None))
+    assert then.a.outcome != react.answer and then.b.outcome == react.fork_answer
+    asked = next(
+        item.version
+        for item in react_db.at(react.main_branch).events.list()
+        if item.event.payload.get("channel") == "__interrupt__"
+    )
+    waiting = PRESENTER.summary(react_db, react_db.branches.get(react.main_branch), as_of=asked)
+    assert (waiting.status, waiting.waiting_on) == ("interrupted", "approve")
 
 
 def test_summaries_for_the_overview(react: ReactRun, react_db: rewinddb.Database) -> None:
