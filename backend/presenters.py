@@ -373,8 +373,8 @@ class StepNotFound(NotFoundError):
 
     def __init__(self, branch: str, version: int) -> None:
         super().__init__(
-            f"branch {branch!r} has no step at version {version}: open its page for the "
-            "steps it has",
+            f"branch {branch!r} has no step at version {version}: its steps are listed by "
+            "rewinddb.story.branch_story (and on its page in the explorer)",
             code="not_found.step",
         )
 

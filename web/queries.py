@@ -355,6 +355,12 @@ def parse_point(db: rewinddb.Database, text: str) -> tuple[str, int | None]:
     match = _POINT.match(text)
     if match and (db.branches.exists(match.group("branch")) or not db.branches.exists(text)):
         return match.group("branch"), int(match.group("version"))
+    name, at, version = text.rpartition("@")
+    if at and name and db.branches.exists(name) and not db.branches.exists(text):
+        raise rewinddb.InvalidInputError(
+            f"{text!r}: the version after @ must be a number (BRANCH@VERSION), not {version!r}",
+            code="invalid.compare",
+        )
     return text, None
 
 

@@ -86,6 +86,15 @@ def split_rows(changes: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], lis
     return shown, hidden
 
 
+def kind_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """How many of ``rows`` (``Change.to_dict()``) add, remove and change something: a
+    diff's head counts the rows it shows, and names the hidden ones apart."""
+    counts = {"added": 0, "removed": 0, "changed": 0}
+    for row in rows:
+        counts[row["kind"]] += 1
+    return counts
+
+
 def is_container(value: Any) -> bool:
     return isinstance(value, (dict, list)) and bool(value)
 
@@ -118,6 +127,7 @@ def make_templates(*, allow_writes: bool) -> jinja2.Environment:
         question_text=question_text,
         shorten=short,
         split_rows=split_rows,
+        kind_counts=kind_counts,
         status_text=status_text,
     )
     env.globals.update(

@@ -217,9 +217,9 @@ class LangGraphPresenter(Presenter):
         parsed = _names.parse_branch(branch.name)
         if parsed is None:
             return super().summary(db, branch, as_of=as_of)
-        thread, namespace, _ = parsed
+        _, namespace, _ = parsed
         kind = "subgraph" if namespace else "thread"
-        title = f"{thread} / {namespace}" if namespace else thread
+        title = self._title(branch.name)  # a fork keeps its ~suffix: two attempts, two names
         view = db.at(branch.name)
         with db.read():
             head = self._newest(view, as_of)

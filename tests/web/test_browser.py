@@ -768,7 +768,7 @@ def test_a_thread_reads_as_a_conversation(
 
     # The fork: the fork point marked, the edited call after it.
     page.goto(f"{base}/branches/{tilde(run.fork_branch)}")
-    expect(page.locator("h1")).to_contain_text(run.fork_branch)
+    expect(page.locator("h1")).to_contain_text(run.fork_branch.removeprefix("lg/"))
     expect(page.locator(".fork-label")).to_contain_text("edit of step")
     mark = page.locator("#chat .fork-mark")
     expect(mark).to_have_count(1)
@@ -847,7 +847,7 @@ def test_the_overview_lists_the_attempts_and_keys_reach_the_points(
     page.set_viewport_size({"width": 1400, "height": 900})
     page.goto(base + "/")
     names = page.locator("table.attempts tbody tr td:first-child a")
-    expect(names).to_have_text([run.main_branch, run.fork_branch])
+    expect(names).to_have_text([b.removeprefix("lg/") for b in (run.main_branch, run.fork_branch)])
     expect(page.locator("#overview")).to_contain_text("internal branches hidden")
     expect(page.locator(".legend")).to_contain_text("■ commit")
     lanes = page.locator("#graph .yaxislayer-above .ytick text")
@@ -968,7 +968,7 @@ def test_a_langgraph_time_travel_run_is_a_branch_tree(
             page.goto(base + "/")
             expect(page.locator("#graph .main-svg").first).to_be_visible()
             for name in ["lg/demo", *forks]:
-                expect(page.locator("table.branches")).to_contain_text(name)
+                expect(page.locator("table.branches")).to_contain_text(name.removeprefix("lg/"))
             expect(page.locator("table.branches")).to_contain_text("replay from step")
             page.screenshot(path=shots / "langgraph.png")
             page.goto(base + "/branches/" + tilde(forks[0]))
@@ -977,7 +977,9 @@ def test_a_langgraph_time_travel_run_is_a_branch_tree(
             rows = page.locator("#timeline .event-row")
             expect(rows.last).to_be_visible()
             rows.last.click()
-            expect(page.locator("#detail table.diff").first).to_be_visible()
+            # Its diff (whether its rows are visible or all bookkeeping depends on when
+            # LangGraph's background writes landed, so only the head is certain).
+            expect(page.locator("#detail .diff-head").first).to_be_visible()
             # The saver's serde encodings read as text (rewinddb.presenters.readable), not base64.
             expect(page.locator("#detail")).to_contain_text("book a hostel")
             expect(page.locator("#detail")).not_to_contain_text("msgpack")

@@ -52,7 +52,7 @@ def test_a_thread_page_reads_as_a_conversation(react: ReactRun, react_client: Te
     assert react.interrupt_question in approval and f"answered {react.resume}" in approval
     # No storage rows: the conversation replaces the event timeline.
     assert 'class="event-row"' not in page.text and "langgraph.write" not in shown
-    assert "Thread lg/lisbon-trip" in shown and "finished" in shown
+    assert "Thread lisbon-trip" in shown and "finished" in shown
     # Every step is a row that opens its page.
     steps = re.findall(r'class="step-open" href="([^"]+)"', page.text)
     assert (
@@ -102,6 +102,17 @@ def test_the_fork_marks_its_fork_point_and_its_edited_call(
 
 
 # --- a step opened ----------------------------------------------------------------------
+
+
+def test_a_thread_page_names_it_by_its_thread_and_counts_steps_and_messages(
+    react: ReactRun, react_client: TestClient
+) -> None:
+    page = react_client.get(branch_url(react.main_branch))
+    head = text_of(page.text.split("<h1", 1)[1].split('class="split', 1)[0])
+    assert react.thread_id in head and "step" in head and "message" in head
+    assert "commits" not in head
+    overview = react_client.get("/").text
+    assert f">{react.thread_id}</a>" in overview
 
 
 def test_a_step_page_shows_state_diff_hidden_rows_and_raw_values(
@@ -374,6 +385,9 @@ def test_a_bad_compare_input_keeps_the_form(client: TestClient) -> None:
     assert "not found" in page.text and "nope" in words(page.text)
     bad = client.get("/compare", params={"a": "run-1@99999", "b": "run-2"})
     assert bad.status_code == 404 and 'value="run-1@99999"' in bad.text
+    word = client.get("/compare", params={"a": "run-1@abc", "b": "run-2"})
+    assert word.status_code in (400, 422) and 'value="run-1@abc"' in word.text
+    assert "must be a number" in words(word.text)
 
 
 def test_a_long_compare_is_capped(tmp_path: Path) -> None:
