@@ -312,6 +312,13 @@ def click_dot(page: Page, dot: Dot) -> None:
 # --- 1. the overview ------------------------------------------------------------------
 
 
+def wide_page(tab: Tab, url: str) -> Page:
+    """The tab's page at ``url`` in a 1,400 x 900 window (the story pages' pictures)."""
+    tab.page.set_viewport_size({"width": 1400, "height": 900})
+    tab.page.goto(url)
+    return tab.page
+
+
 def test_overview_draws_the_graph_and_a_dot_opens_its_event(
     tab: Tab, demo_server: str, shots: Path
 ) -> None:
@@ -747,9 +754,7 @@ def test_a_thread_reads_as_a_conversation(
     tab: Tab, react_server: tuple[ReactRun, str], shots: Path
 ) -> None:
     run, base = react_server
-    page = tab.page
-    page.set_viewport_size({"width": 1400, "height": 900})
-    page.goto(f"{base}/branches/{tilde(run.main_branch)}")
+    page = wide_page(tab, f"{base}/branches/{tilde(run.main_branch)}")
     chat = page.locator("#chat")
     expect(chat.locator(".msg.role-human").filter(has_text=run.question)).to_be_visible()
     expect(chat.locator(".msg.role-ai").last).to_contain_text(run.answer)
@@ -787,9 +792,7 @@ def test_a_step_opens_with_its_bookkeeping_behind_a_toggle(
     tab: Tab, react_server: tuple[ReactRun, str], shots: Path
 ) -> None:
     run, base = react_server
-    page = tab.page
-    page.set_viewport_size({"width": 1400, "height": 900})
-    page.goto(f"{base}/branches/{tilde(run.main_branch)}")
+    page = wide_page(tab, f"{base}/branches/{tilde(run.main_branch)}")
     page.locator("#steps .step-row").last.locator("a.step-open").click()
     expect(page).to_have_url(re.compile(r"/steps/\d+$"))
     detail = page.locator("article.step-detail")
@@ -820,9 +823,8 @@ def test_the_fork_compared_with_its_thread(
     tab: Tab, react_server: tuple[ReactRun, str], shots: Path
 ) -> None:
     run, base = react_server
-    page = tab.page
-    page.set_viewport_size({"width": 1400, "height": 900})
-    page.goto(f"{base}/compare?" + urlencode({"a": run.main_branch, "b": run.fork_branch}))
+    query = urlencode({"a": run.main_branch, "b": run.fork_branch})
+    page = wide_page(tab, f"{base}/compare?{query}")
     sides = page.locator(".verdict .side")
     expect(sides).to_have_count(2)
     expect(sides.nth(0).locator(".outcome")).to_contain_text(run.answer)
@@ -843,9 +845,7 @@ def test_the_overview_lists_the_attempts_and_keys_reach_the_points(
     tab: Tab, react_server: tuple[ReactRun, str], shots: Path
 ) -> None:
     run, base = react_server
-    page = tab.page
-    page.set_viewport_size({"width": 1400, "height": 900})
-    page.goto(base + "/")
+    page = wide_page(tab, base + "/")
     names = page.locator("table.attempts tbody tr td:first-child a")
     expect(names).to_have_text([b.removeprefix("lg/") for b in (run.main_branch, run.fork_branch)])
     expect(page.locator("#overview")).to_contain_text("internal branches hidden")
