@@ -436,7 +436,10 @@ _GENERIC = Presenter()
 
 @dataclass
 class _Registry:
-    presenters: list[Presenter] = field(default_factory=list)
+    """The presenters in the order they are asked. ``presenters`` is replaced, never
+    changed in place, so readers (every decoded value asks it) take no lock."""
+
+    presenters: tuple[Presenter, ...] = ()
     loaded: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -453,23 +456,24 @@ def register(presenter: Presenter) -> Presenter:
         )
     registered()  # the entry points first, so a presenter registered by hand wins
     with _registry.lock:
-        _registry.presenters.insert(0, presenter)
+        _registry.presenters = (presenter, *_registry.presenters)
     return presenter
 
 
 def unregister(presenter: Presenter) -> None:
     """Remove a presenter added with :func:`register` (or found as an entry point)."""
     with _registry.lock:
-        _registry.presenters = [p for p in _registry.presenters if p is not presenter]
+        _registry.presenters = tuple(p for p in _registry.presenters if p is not presenter)
 
 
 def registered() -> tuple[Presenter, ...]:
     """The presenters in the order they are asked, the entry points' loaded on first use."""
-    with _registry.lock:
-        if not _registry.loaded:
-            _registry.loaded = True
-            _registry.presenters.extend(_from_entry_points())
-        return tuple(_registry.presenters)
+    if not _registry.loaded:
+        with _registry.lock:
+            if not _registry.loaded:
+                _registry.presenters = (*_registry.presenters, *_from_entry_points())
+                _registry.loaded = True
+    return _registry.presenters
 
 
 def _from_entry_points() -> list[Presenter]:

@@ -504,6 +504,13 @@ def render(rows: list[Row]) -> str:
     return "\n".join(table(header, [(None, [row.cells() for row in rows])], numbers=4))
 
 
+def report(rows: list[Row], notes: list[str]) -> None:
+    """Print a part's table and its notes."""
+    print(render(rows))
+    for note in notes:
+        print(f"note: {note}")
+
+
 # -- measuring ---------------------------------------------------------------------------
 
 
@@ -768,10 +775,7 @@ def thread_part(args: argparse.Namespace, sizes: Sizes) -> None:
             path = Path(scratch) / "thread"
         print(f"thread database: {ensure_thread(path, sizes.thread_turns)}")
         print()
-        rows, notes = measure_thread(path, sizes)
-        print(render(rows))
-        for note in notes:
-            print(f"note: {note}")
+        report(*measure_thread(path, sizes))
 
 
 # -- the load run: fifty readers while an agent writes ----------------------------------
@@ -1137,10 +1141,7 @@ def main(argv: list[str]) -> int:
             path = args.db if args.db is not None else Path(scratch) / "agent"
             print(f"database: {ensure_database(path, sizes)}")
             print()
-            rows, notes = measure(path, sizes)
-            print(render(rows))
-            for note in notes:
-                print(f"note: {note}")
+            report(*measure(path, sizes))
             if args.profile:
                 profile(path, args.profile)
     if args.part in ("all", "thread"):
