@@ -440,6 +440,17 @@ class Connection:
                 self._run(f"RELEASE SAVEPOINT {savepoint}", ())
 
 
+#: The page size of a new database file. Rows of a WITHOUT ROWID table longer than about
+#: a quarter of a page spill into overflow pages that hold little else; 8 KiB pages keep
+#: a typical agent record (a message, a checkpoint's bookkeeping: 1-2 KB) on its page.
+PAGE_SIZE = 8192
+#: The WAL is copied into the database once it holds this many pages, and then cut back
+#: to ``WAL_KEEP_BYTES``: the files on disk stay about the size of the data, also while
+#: a database is open.
+WAL_CHECKPOINT_PAGES = 64
+WAL_KEEP_BYTES = WAL_CHECKPOINT_PAGES * PAGE_SIZE
+
+
 class SQLiteConnection(Connection):
     """The embedded backend: one SQLite file in WAL mode.
 
@@ -473,7 +484,8 @@ class SQLiteConnection(Connection):
         raw.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         raw.execute(f"PRAGMA synchronous = {DURABILITY_LEVELS[durability]}")
         raw.execute("PRAGMA foreign_keys = OFF")
-        raw.execute("PRAGMA wal_autocheckpoint = 4000")
+        raw.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
+        raw.execute(f"PRAGMA journal_size_limit = {WAL_KEEP_BYTES}")
 
     def _run(self, sql: str, params: Params) -> sqlite3.Cursor:
         return self._raw.execute(sql, params)
@@ -532,6 +544,7 @@ class SQLiteConnection(Connection):
         """Switch a new file to WAL. SQLite does not wait on busy_timeout for this, so
         when several processes create one database at once, retry until it does."""
         deadline = time.monotonic() + self.busy_timeout
+        self._raw.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # only a new file takes it
         while True:
             try:
                 self._raw.execute("PRAGMA journal_mode = WAL")

@@ -74,7 +74,7 @@ SCRIPTS = [
     Script(
         "langgraph_savers",
         ("--turns", "5"),
-        ("RewindSaver", "bytes on disk vs SqliteSaver"),
+        ("RewindSaver", "bytes on disk, closed", "strings", "notes"),
     ),
 ]
 
