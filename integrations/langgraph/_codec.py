@@ -8,26 +8,29 @@ so that a list that only grew between two checkpoints (``messages`` with
 items. (Strings rather than pairs: reading a long list then allocates no container per
 item, which keeps Python's garbage collector quiet while a history is listed.)
 
-Writing goes through an :class:`Encoder`, which remembers what the serde made of the
-pydantic models (messages) it serialized, keyed by their content: the whole message list
-is handed over at every checkpoint, and checking that a message is one already seen (its
-state packed with msgpack, where model_dump() is made of that alone) costs a third of
-serializing it again.
+Writing goes through an :class:`Encoder`: the whole message list is handed over at every
+checkpoint, so it remembers what the serde made of each pydantic model (message) it saw,
+keyed by what the serde's output is made of (the class and its field values, or its
+``model_dump()`` where the class customises serialization), which is cheaper to compute
+than serializing again.
 
-Loading goes through a :class:`Decoder`, which remembers what the items it decoded were:
-the same message is read again by every later checkpoint of a thread, and rebuilding it
-from memory costs a fraction of the serde's ``loads_typed`` (which validates every message
-anew). A pydantic model whose state is plain data is rebuilt as pickle would rebuild it
-(its own ``__setstate__``) from new dicts and lists that share only immutable values (so a
-long history does not copy every message's text again); anything else is a pickled copy.
-Each load still returns objects nobody else holds.
+Loading goes through a :class:`Decoder`: every later checkpoint of a thread reads the same
+message again, so it remembers what each stored item decoded to and makes a new copy
+instead of running the serde's ``loads_typed`` (which validates every message anew). The
+copy is made the way ``pickle`` and ``copy.deepcopy`` make one, through the object's own
+``__reduce_ex__``/``__setstate__``, its state copied as new dicts, lists and sets that share
+only immutable values (so a long history does not copy every message's text again);
+anything whose state is not such plain data is a pickled copy. Only public API is used:
+pydantic's models are never given state by hand. Each load returns objects nobody else
+holds.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import copy
+import copyreg
+import operator
 import pickle
 import threading
 from typing import Any
@@ -35,7 +38,7 @@ from typing import Any
 import ormsgpack
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 Typed = list[str]
 
@@ -82,7 +85,24 @@ _STRICT = (
 )
 
 
-_SERDE, _STATE, _TO_PYTHON, _MODEL_DUMP = "serde", "state", "to_python", "model_dump"
+_SERDE, _FIELDS, _MODEL_DUMP = "serde", "fields", "model_dump"
+
+
+def _customises_serialization(schema: Any) -> bool:
+    """Whether a pydantic core schema (as ``TypeAdapter(...).core_schema`` gives it) has a
+    serializer or a computed field anywhere: then model_dump() is not made of the field
+    values alone."""
+    if isinstance(schema, dict):
+        if "serialization" in schema or schema.get("computed_fields"):
+            return True
+        return any(_customises_serialization(item) for item in schema.values())
+    if isinstance(schema, list):
+        return any(_customises_serialization(item) for item in schema)
+    return False
+
+
+def _no_fields(value: Any) -> tuple:
+    return ()
 
 
 class _Remembered:
@@ -111,49 +131,49 @@ class _Remembered:
 
 class Encoder:
     """Stores values with the serde, remembering the stored form of pydantic models by
-    their content (at most ``max_bytes`` of them)."""
+    what that form is made of (at most ``max_bytes`` of them)."""
 
     def __init__(self, serde: SerializerProtocol, max_bytes: int = 32 * 1024 * 1024) -> None:
         self.serde = serde
         self._remembered = _Remembered(max_bytes)
-        self._kinds: dict[type, str] = {}
+        self._kinds: dict[type, tuple[str, Any]] = {}
 
-    def _how(self, kind: type) -> str:
-        """How to recognise values of ``kind`` already stored (pydantic models, with the
-        stock serializer only; anything else is not recognised):
+    def _how(self, kind: type) -> tuple[str, Any]:
+        """How to recognise values of ``kind`` already stored, and with what. The stock
+        serializer stores a pydantic model as its class and model_dump(), so a model is
+        recognised (any other value is not):
 
-        - by their state (``__dict__``, extra and private attributes), where model_dump()
-          is pydantic's own and the class declares no serializer or computed field, so
-          that model_dump() is made of that state alone;
-        - else by their model_dump()."""
+        - by its field values (an ``operator.attrgetter`` of the class's ``model_fields``)
+          and ``model_extra``, where model_dump() is pydantic's own and the class's core
+          schema has no serializer or computed field, so that model_dump() is made of
+          those alone;
+        - else by its model_dump()."""
         if type(self.serde) is not JsonPlusSerializer or not issubclass(kind, BaseModel):
-            return _SERDE
+            return _SERDE, None
         if kind.model_dump is not BaseModel.model_dump:
-            return _MODEL_DUMP
-        decorators = kind.__pydantic_decorators__
-        if decorators.field_serializers or decorators.model_serializers:
-            return _TO_PYTHON
-        return _TO_PYTHON if decorators.computed_fields else _STATE
+            return _MODEL_DUMP, None
+        try:
+            customised = _customises_serialization(TypeAdapter(kind).core_schema)
+        except Exception:  # e.g. a model not fully defined yet: ask model_dump()
+            return _MODEL_DUMP, None
+        if customised:
+            return _MODEL_DUMP, None
+        names = tuple(kind.model_fields)
+        return _FIELDS, operator.attrgetter(*names) if names else _no_fields
 
     def item(self, value: Any) -> str:
         """``value`` as ``"type:base64"``, as :func:`dump_item` makes it."""
         kind = type(value)
-        how = self._kinds.get(kind)
-        if how is None:
-            how = self._kinds[kind] = self._how(kind)
+        known = self._kinds.get(kind)
+        if known is None:
+            known = self._kinds[kind] = self._how(kind)
+        how, fields = known
         if how is _SERDE:
             return dump_item(self.serde, value)
         try:
             # What the serde stores for a model is made of its class and model_dump().
-            if how is _STATE:  # what model_dump() is made of (strict: exact types)
-                state = (value.__dict__, value.__pydantic_extra__, value.__pydantic_private__)
-                key = (kind, how, ormsgpack.packb(state, option=_STRICT))
-            else:
-                if how is _TO_PYTHON:  # model_dump() as pydantic defines it, minus its wrapper
-                    dumped = value.__pydantic_serializer__.to_python(value)
-                else:
-                    dumped = value.model_dump()
-                key = (kind, how, ormsgpack.packb(dumped, option=_STRICT))
+            made_of = (fields(value), value.model_extra) if how is _FIELDS else value.model_dump()
+            key = (kind, how, ormsgpack.packb(made_of, option=_STRICT))
         except Exception:  # something the serde packs its own way: no shortcut
             return dump_item(self.serde, value)
         stored: str | None = self._remembered.get(key)
@@ -169,137 +189,81 @@ class Encoder:
         return {"version": version, "type": "value", "value": self.item(value)}
 
 
-_AS_IS, _REBUILD, _PICKLED = "as is", "rebuild", "pickled"
-_GETSTATE, _SETSTATE = BaseModel.__getstate__, BaseModel.__setstate__
-_STATE_KEYS = {
-    "__dict__",
-    "__pydantic_extra__",
-    "__pydantic_fields_set__",
-    "__pydantic_private__",
-}
+_AS_IS, _PLAIN, _COPIED, _PICKLED = "as is", "plain", "copied", "pickled"
 
 
 def _plain(value: Any) -> bool:
-    """Whether ``value`` is made of dicts with str keys, lists and immutable scalars."""
+    """Whether ``value`` is made of dicts, lists and sets holding immutable scalars (exact
+    types, so that no subclass hides mutable state), dict keys included."""
     kind = type(value)
     if kind is dict:
-        return all(type(k) is str and _plain(v) for k, v in value.items())
+        return all(type(k) in _IMMUTABLE and _plain(v) for k, v in value.items())
     if kind is list:
         return all(_plain(v) for v in value)
-    return kind is str or kind is int or kind is float or kind is bool or value is None
+    if kind is set or kind is frozenset:
+        return all(type(v) in _IMMUTABLE for v in value)
+    return kind in _IMMUTABLE
 
 
-def _fresh(value: Any) -> Any:
-    """A copy of a :func:`_plain` value: new dicts and lists, the same immutable scalars.
-    (Scalars are copied by ``copy()`` without a call each: a message is mostly scalars.)"""
-    kind = type(value)
-    if kind is dict:
-        copied = value.copy()
-        for key, item in value.items():
-            if type(item) is dict or type(item) is list:
-                copied[key] = _fresh(item)
-        return copied
-    if kind is list:
-        copied = value.copy()
-        for index, item in enumerate(value):
-            if type(item) is dict or type(item) is list:
-                copied[index] = _fresh(item)
-        return copied
-    return value
+Plan = tuple[tuple[Any, "Plan"], ...]
 
 
-def _model_state(value: Any) -> tuple | None:
-    """(class, state) to rebuild a pydantic model as pickle would (its own
-    ``__getstate__``/``__setstate__``) when its state is plain data, else None."""
-    kind = type(value)
-    if not isinstance(value, BaseModel) or kind.__getstate__ is not _GETSTATE:
-        return None
-    if kind.__setstate__ is not _SETSTATE:
-        return None
-    state = value.__getstate__()
-    if set(state) != _STATE_KEYS or not all(
-        _plain(state[k]) for k in ("__dict__", "__pydantic_extra__", "__pydantic_private__")
-    ):
-        return None
-    fields_set = state["__pydantic_fields_set__"]
-    if type(fields_set) is not set or not all(type(f) is str for f in fields_set):
-        return None
-    fields = _fresh(state["__dict__"])
-    extra = _fresh(state["__pydantic_extra__"])
-    containers = [k for k, v in fields.items() if type(v) is dict or type(v) is list]
-    model = (
-        kind,
-        fields,
-        tuple(k for k in containers if _flat(fields[k])),
-        tuple(k for k in containers if not _flat(fields[k])),
-        extra,
-        extra is not None and _flat(extra),
-        frozenset(fields_set),
-        _fresh(state["__pydantic_private__"]),
+def _plan(value: Any) -> Plan:
+    """Where a :func:`_plain` dict or list holds dicts, lists or sets: ``(key, plan)``
+    pairs, so that a copy visits only those and shares every scalar."""
+    items = value.items() if type(value) is dict else enumerate(value)
+    return tuple(
+        (key, _plan(item) if type(item) is dict or type(item) is list else ())
+        for key, item in items
+        if type(item) is dict or type(item) is list or type(item) is set
     )
-    again = _rebuild(model)
-    if again != value or again.__pydantic_fields_set__ != value.__pydantic_fields_set__:
+
+
+def _copied(value: Any, plan: Plan) -> Any:
+    """A new copy of a :func:`_plain` dict or list, following its :func:`_plan`."""
+    copied = value.copy()
+    for key, inner in plan:
+        item = value[key]
+        copied[key] = _copied(item, inner) if inner else item.copy()
+    return copied
+
+
+def _copy_recipe(value: Any) -> tuple | None:
+    """``(class, state, plan)`` to copy ``value`` as ``copy.deepcopy`` does (its
+    ``__reduce_ex__``, then its class's own ``__setstate__`` given a copy of the state),
+    when that state is :func:`_plain` data and such a copy compares equal to ``value``
+    with an equal state; else None."""
+    kind = type(value)
+    if getattr(kind, "__setstate__", None) is None:
         return None
-    if kind not in _REBUILT_AS_PYDANTIC and not _as_pydantic_rebuilds(again):
+    reduced = value.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+    if not isinstance(reduced, tuple) or len(reduced) < 3:
         return None
-    return model
+    make, arguments, state, *rest = reduced
+    if make is not copyreg.__newobj__ or arguments != (kind,) or any(r is not None for r in rest):
+        return None
+    if type(state) is not dict or not _plain(state):
+        return None
+    plan = _plan(state)
+    recipe = (kind, _copied(state, plan), plan)  # a state of its own, not the caller's
+    again = _copy(recipe)
+    if type(again) is not kind or not bool(again == value):
+        return None
+    if again.__reduce_ex__(pickle.HIGHEST_PROTOCOL)[2] != state:
+        return None
+    return recipe
 
 
-#: Classes for which :func:`_rebuild` was seen to make what ``__setstate__`` makes.
-_REBUILT_AS_PYDANTIC: set[type] = set()
-
-
-def _as_pydantic_rebuilds(rebuilt: Any) -> bool:
-    """Whether pydantic's own ``__setstate__``, given ``rebuilt``'s state, makes an object
-    with exactly the same attributes (so a pydantic that sets more is noticed)."""
-    kind: Any = type(rebuilt)
-    state = {key: copy.copy(value) for key, value in rebuilt.__getstate__().items()}
-    reference = kind.__new__(kind)
-    reference.__setstate__(state)
-    same = all(
-        getattr(reference, name, _MISSING) == getattr(rebuilt, name, _MISSING)
-        for name in (*_STATE_KEYS, *getattr(kind, "__slots__", ()))
-    )
-    if same:
-        _REBUILT_AS_PYDANTIC.add(kind)
-    return same
-
-
-_MISSING = object()
-
-
-_set_attribute = object.__setattr__
-
-
-def _flat(value: Any) -> bool:
-    """A dict or list holding no dict or list: ``copy()`` copies it as :func:`_fresh`."""
-    items = value.values() if type(value) is dict else value
-    return not any(type(item) is dict or type(item) is list for item in items)
-
-
-def _rebuild(model: tuple) -> Any:
-    """A new model from :func:`_model_state`'s tuple (``flat`` and ``deep``: the fields
-    that hold dicts or lists without or with more inside, the only ones to copy). It
-    sets what pydantic's own ``__setstate__`` sets, in its order, without building the
-    state dict first (``_model_state`` checked that the result equals the model)."""
-    kind, fields, flat, deep, extra, extra_flat, fields_set, private = model
-    copied = fields.copy()
-    for key in flat:  # most of a message's: empty, or plain text (one C call each)
-        copied[key] = copied[key].copy()
-    for key in deep:
-        copied[key] = _fresh(copied[key])
-    if extra is not None:
-        extra = extra.copy() if extra_flat else _fresh(extra)
+def _copy(recipe: tuple) -> Any:
+    """A new object from :func:`_copy_recipe`'s ``(class, state, plan)``."""
+    kind, state, plan = recipe
     value = kind.__new__(kind)
-    _set_attribute(value, "__pydantic_fields_set__", set(fields_set))
-    _set_attribute(value, "__pydantic_extra__", extra)
-    _set_attribute(value, "__pydantic_private__", None if private is None else _fresh(private))
-    _set_attribute(value, "__dict__", copied)
+    value.__setstate__(_copied(state, plan))
     return value
 
 
 class Decoder:
-    """Loads stored values with the serde, remembering how to rebuild what it loaded (at
+    """Loads stored values with the serde, remembering how to copy what it loaded (at
     most ``max_bytes`` of it)."""
 
     def __init__(self, serde: SerializerProtocol, max_bytes: int = 32 * 1024 * 1024) -> None:
@@ -313,21 +277,38 @@ class Decoder:
         remembered = self._remembered.get(key)
         if remembered is not None:
             how, value = remembered
+            if how is _COPIED:
+                return _copy(value)
             if how is _AS_IS:
                 return value
-            return _rebuild(value) if how is _REBUILD else pickle.loads(value)
+            if how is _PLAIN:
+                return _copied(*value)
+            return pickle.loads(value)
         kind, data = _split(stored)
         value = self.serde.loads_typed((kind, binascii.a2b_base64(data)))
+        self._remember(key, value, len(data))
+        return value
+
+    def _remember(self, key: Any, value: Any, size: int) -> None:
+        """Remembers how to give ``value`` again: as it is (immutable), as a copy of plain
+        data or of an object's plain state, else as a pickled copy; a value that none of
+        these reproduces is not remembered (the serde decodes it every time)."""
         if isinstance(value, _IMMUTABLE):
-            self._remembered.put(key, (_AS_IS, value), len(data))
-            return value
+            self._remembered.put(key, (_AS_IS, value), size)
+            return
         try:
-            model = _model_state(value)
+            if type(value) is dict or type(value) is list:
+                if _plain(value):
+                    plan = _plan(value)
+                    self._remembered.put(key, (_PLAIN, (_copied(value, plan), plan)), 2 * size)
+                    return
+            else:
+                recipe = _copy_recipe(value)
+                if recipe is not None:
+                    self._remembered.put(key, (_COPIED, recipe), 2 * size)
+                    return
         except Exception:  # e.g. nested too deep to walk: pickle decides below
-            model = None
-        if model is not None:
-            self._remembered.put(key, (_REBUILD, model), 2 * len(data))
-            return value
+            pass
         try:
             pickled = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
             again = pickle.loads(pickled)
@@ -335,8 +316,7 @@ class Decoder:
         except Exception:  # not picklable, or not comparable: always use the serde
             faithful = False
         if faithful:
-            self._remembered.put(key, (_PICKLED, pickled), len(data) + len(pickled))
-        return value
+            self._remembered.put(key, (_PICKLED, pickled), size + len(pickled))
 
     def channel(self, stored: dict) -> Any:
         """A channel value stored by :meth:`Encoder.channel`."""

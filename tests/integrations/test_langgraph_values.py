@@ -1,7 +1,7 @@
 """Values round-trip exactly, whatever the saver remembers to go faster.
 
-The saver remembers what it stored for messages it saw (keyed by their content) and
-pickled copies of what it loaded; these tests change messages in place between
+The saver remembers what it stored for messages it saw (keyed by their content) and how
+to copy what it loaded; these tests change messages in place between
 checkpoints, mutate what it returns, and use values it cannot remember.
 """
 
@@ -18,7 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
-from pydantic import BaseModel, computed_field, field_serializer
+from pydantic import BaseModel, PlainSerializer, computed_field, field_serializer, model_serializer
 from typing_extensions import TypedDict
 
 import rewinddb
@@ -80,8 +80,8 @@ def test_messages_changed_in_place_between_checkpoints(saver: RewindSaver) -> No
     for config, _ in expected[-3:]:
         loaded = _messages(saver, config)
         again = [serde.loads_typed(serde.dumps_typed(m)) for m in loaded]
-        assert [(type(m), m.__dict__, m.__pydantic_fields_set__) for m in loaded] == [
-            (type(m), m.__dict__, m.__pydantic_fields_set__) for m in again
+        assert [(type(m), m.__getstate__()) for m in loaded] == [
+            (type(m), m.__getstate__()) for m in again
         ]
 
 
@@ -98,13 +98,11 @@ def test_what_a_read_returns_is_its_own(saver: RewindSaver) -> None:
         read[0].content = "mutated by the caller"
         read[0].additional_kwargs["x"] = 1
         read[3].tool_calls[0]["args"]["tags"].append("b")
-        read[3].__pydantic_fields_set__.discard("content")
+        read[3].model_fields_set.discard("content")
     again = _messages(saver, second)
     assert _dumped(again) == _dumped([*messages, reply])
     serde = JsonPlusSerializer()
-    assert again[3].__pydantic_fields_set__ == (
-        serde.loads_typed(serde.dumps_typed(reply)).__pydantic_fields_set__
-    )
+    assert again[3].model_fields_set == serde.loads_typed(serde.dumps_typed(reply)).model_fields_set
     listed = list(saver.list({"configurable": {"thread_id": "t"}}))
     listed[0].checkpoint["channel_values"]["messages"][1].content = "mutated"
     assert listed[1].checkpoint["channel_values"]["messages"][1].content == messages[1].content
@@ -205,17 +203,9 @@ def test_listing_finds_every_checkpoints_writes(saver: RewindSaver) -> None:
     ]
 
 
-_STATE = ("__dict__", "__pydantic_extra__", "__pydantic_private__")
-
-
-def test_messages_are_rebuilt_as_pydantic_would_rebuild_them(
-    saver: RewindSaver, monkeypatch: Any
-) -> None:
-    """Loaded messages are rebuilt from memory by setting what pydantic's own
-    ``__setstate__`` sets; a pydantic whose ``__setstate__`` set anything else is noticed
-    (per class, once) and its models are then copied the slow way."""
-    from rewinddb.integrations.langgraph import _codec
-
+def test_messages_read_from_memory_are_what_the_serde_reads(saver: RewindSaver) -> None:
+    """A checkpoint read again gives copies of what its first read gave, state and all
+    (fields, extra and private attributes, which fields were set)."""
     config: dict = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
     messages = [HumanMessage(content="hi", id="h"), AIMessage(content="yes", id="a")]
     put = _put(saver, config, messages, 1, 1)
@@ -224,23 +214,7 @@ def test_messages_are_rebuilt_as_pydantic_would_rebuild_them(
     for read in (_messages(saver, put), _messages(saver, put)):  # serde, then memory
         for got, want in zip(read, loaded, strict=True):
             assert type(got) is type(want)
-            for name in (*_STATE, "__pydantic_fields_set__"):
-                assert getattr(got, name) == getattr(want, name)
-
-    real = BaseModel.__setstate__
-
-    def sets_more(self: Any, state: dict) -> None:
-        real(self, state)
-        self.__dict__["added_by_a_future_pydantic"] = True
-
-    monkeypatch.setattr(BaseModel, "__setstate__", sets_more)
-    monkeypatch.setattr(_codec, "_SETSTATE", sets_more)
-    monkeypatch.setattr(_codec, "_REBUILT_AS_PYDANTIC", set())
-    decoder = _codec.Decoder(JsonPlusSerializer())
-    stored = _codec.dump_item(JsonPlusSerializer(), messages[0])
-    decoder.item(stored)
-    how, _ = decoder._remembered.get(stored)
-    assert how != _codec._REBUILD  # remembered as a pickled copy instead
+            assert got.__getstate__() == want.__getstate__()
 
 
 _LABEL = {"text": "first"}
@@ -265,9 +239,22 @@ class _Shouting(BaseModel):
         return name.upper() + _LABEL["text"]
 
 
+class _Framed(BaseModel):
+    name: Annotated[str, PlainSerializer(lambda name: f"[{name}{_LABEL['text']}]")]
+
+
+class _Whole(BaseModel):
+    name: str
+
+    @model_serializer
+    def _whole(self) -> dict:
+        return {"name": self.name + _LABEL["text"]}
+
+
 def test_a_message_is_recognised_by_its_state_only_where_that_is_all_it_dumps() -> None:
-    """Messages are recognised by their packed state (``__dict__``, extra and private
-    attributes); a model with a computed field or a serializer by its model_dump()."""
+    """Messages are recognised by their packed field values and extra attributes; a model
+    with a computed field or a serializer (of a field, of the model, or in an annotation)
+    by its model_dump()."""
     from rewinddb.integrations.langgraph import _codec
 
     serde = JsonPlusSerializer()
@@ -278,14 +265,15 @@ def test_a_message_is_recognised_by_its_state_only_where_that_is_all_it_dumps() 
     message.custom = "an extra attribute"  # type: ignore[attr-defined]  (extra="allow")
     with_extra = encoder.item(message)
     assert with_extra != first and with_extra == _codec.dump_item(serde, message)
-    for model in (_Labelled(name="x"), _Shouting(name="x")):
+    for model in (_Labelled(name="x"), _Shouting(name="x"), _Framed(name="x"), _Whole(name="x")):
         _LABEL["text"] = "first"
         before = encoder.item(model)
         _LABEL["text"] = "second"  # the same state, another model_dump()
         after = encoder.item(model)
         assert after != before and after == _codec.dump_item(serde, model)
-    assert encoder._how(AIMessage) == _codec._STATE
-    assert encoder._how(_Labelled) == encoder._how(_Shouting) == _codec._TO_PYTHON
+    assert encoder._how(AIMessage)[0] == _codec._FIELDS
+    for kind in (_Labelled, _Shouting, _Framed, _Whole):
+        assert encoder._how(kind)[0] == _codec._MODEL_DUMP
 
 
 def test_a_copy_of_the_saver_with_an_allowlist_decodes_what_it_allows(
