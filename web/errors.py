@@ -12,10 +12,9 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 import rewinddb
+from rewinddb.errors import CODES
 
-from .queries import PageNotFound
 from .rendering import error_response
-from .urls import BadSegment
 
 
 class BadParameter(ValueError):
@@ -27,10 +26,11 @@ class BadParameter(ValueError):
         self.code = code
 
 
-_NOT_FOUND = (rewinddb.NotFoundError, rewinddb.HistoryUnavailableError, PageNotFound, BadSegment)
-#: Names and versions in a URL that cannot exist: nothing there, so 404 rather than 422.
-_NOT_FOUND_CODES = {"invalid.as_of", "invalid.branch", "invalid.key"}
-_ROUTE_CODES = {404: "not_found.page", 405: "invalid.method"}
+#: The code of the explorer's own errors that carry none (``PageNotFound``,
+#: ``BadSegment``): the URL names nothing there.
+UNCODED = "not_found"
+#: Starlette's own misses, by status.
+ROUTE_CODES = {400: "invalid.body", 404: "not_found.page", 405: "invalid.method"}
 
 
 def message_for(error: BaseException) -> str:
@@ -49,27 +49,24 @@ def message_for(error: BaseException) -> str:
 
 
 def status_for(error: BaseException) -> int:
-    """The HTTP status of a RewindError (or one of the explorer's own errors)."""
-    code = getattr(error, "code", "not_found")
-    if isinstance(error, BadParameter):
-        return 400
-    if isinstance(error, _NOT_FOUND) or code in _NOT_FOUND_CODES:
+    """The HTTP status of a RewindError (or one of the explorer's own errors): the one
+    ``rewinddb.errors.CODES`` gives its code. A code outside the registry (a presenter
+    of another package may raise its own) falls back on its class: 404 for what is not
+    found, 422 for bad input, 500 for the rest."""
+    entry = CODES.get(code_for(error))
+    if entry is not None:
+        return entry.status
+    if isinstance(error, rewinddb.NotFoundError):
         return 404
-    if isinstance(error, rewinddb.ReadOnlyError):
-        return 403
-    if isinstance(error, (rewinddb.MergeConflictError, rewinddb.BranchExistsError)):
-        return 409
-    if isinstance(error, (rewinddb.DatabaseBusyError, rewinddb.DatabaseClosedError)):
-        return 503
-    if isinstance(error, rewinddb.CorruptDatabaseError) or code == "storage":
-        # Not the request's fault: the database file is damaged, or its disk failed.
-        return 500
-    return 422
+    if isinstance(error, rewinddb.InvalidInputError):
+        return 422
+    return 500
 
 
 def code_for(error: BaseException) -> str:
+    """The code the page names: the error's own, or ``UNCODED``."""
     code = getattr(error, "code", None)
-    return code if isinstance(code, str) else "not_found"
+    return code if isinstance(code, str) else UNCODED
 
 
 async def handle_error(request: Request, error: Any) -> Response:
@@ -81,13 +78,20 @@ async def handle_error(request: Request, error: Any) -> Response:
             f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}"
             for item in error.errors()
         )
-        return error_response(request, 422, "invalid.request", messages)
+        return error_response(request, status_of("invalid.request"), "invalid.request", messages)
     return error_response(request, status_for(error), code_for(error), message_for(error))
+
+
+def status_of(code: str) -> int:
+    """The HTTP status ``rewinddb.errors.CODES`` gives ``code``."""
+    return CODES[code].status
 
 
 async def handle_http_error(request: Request, error: HTTPException) -> Response:
     """Starlette's own misses (no such route, a method the route does not take, a static
-    file that is not there) as the explorer's error page, not ``{"detail": ...}``."""
+    file that is not there, a body it cannot read) as the explorer's error page, not
+    ``{"detail": ...}``; a status it raises that the explorer has no code for (none is
+    known) is answered as ``invalid.request``."""
     status = error.status_code
     if status == 404:
         message = f"there is no page at {request.url.path}: the overview links to every branch"
@@ -95,7 +99,8 @@ async def handle_http_error(request: Request, error: HTTPException) -> Response:
         message = f"{request.method} is not allowed here"
     else:
         message = str(error.detail)
-    response = error_response(request, status, _ROUTE_CODES.get(status, f"http.{status}"), message)
+    code = ROUTE_CODES.get(status, "invalid.request")
+    response = error_response(request, status_of(code), code, message)
     for name, value in (error.headers or {}).items():
         response.headers.setdefault(name, value)
     return response
