@@ -65,7 +65,7 @@ def messages() -> dict[str, Any]:
             id="a1",
             tool_calls=[call],
             response_metadata={"model_name": "m", "finish_reason": "tool_calls"},
-            usage_metadata=usage,  # type: ignore[arg-type]
+            usage_metadata=usage,
         ),
         "tool": ToolMessage(content=TEXT, tool_call_id="c1", id="t1", name="search"),
         "system": SystemMessage(content=TEXT, id="s1"),

@@ -228,6 +228,10 @@ def _copied(value: Any, plan: Plan) -> Any:
     return copied
 
 
+#: What ``__reduce_ex__`` names to make an object with ``cls.__new__(cls)`` (typeshed lacks it).
+_NEW_OBJECT = vars(copyreg)["__newobj__"]
+
+
 def _copy_recipe(value: Any) -> tuple | None:
     """``(class, state, plan)`` to copy ``value`` as ``copy.deepcopy`` does (its
     ``__reduce_ex__``, then its class's own ``__setstate__`` given a copy of the state),
@@ -240,7 +244,7 @@ def _copy_recipe(value: Any) -> tuple | None:
     if not isinstance(reduced, tuple) or len(reduced) < 3:
         return None
     make, arguments, state, *rest = reduced
-    if make is not copyreg.__newobj__ or arguments != (kind,) or any(r is not None for r in rest):
+    if make is not _NEW_OBJECT or arguments != (kind,) or any(r is not None for r in rest):
         return None
     if type(state) is not dict or not _plain(state):
         return None

@@ -47,7 +47,7 @@ class Rated(AIMessage):
 class Tracked(HumanMessage):
     """One with a private attribute holding a list."""
 
-    _seen: list = PrivateAttr(default_factory=list)
+    _seen: list[int] = PrivateAttr(default_factory=list)
 
 
 class Inner(BaseModel):
@@ -65,7 +65,7 @@ class Counted(BaseModel):
     """A model whose private attribute is set when it is validated."""
 
     name: str
-    _log: list = PrivateAttr(default_factory=list)
+    _log: list[str] = PrivateAttr(default_factory=list)
 
     def model_post_init(self, context: Any) -> None:
         self._log.append("validated")
@@ -254,10 +254,10 @@ def test_a_private_attribute_is_copied_with_the_rest() -> None:
 class _KeepsItsState:
     """An object whose ``__setstate__`` keeps the very dict it is given."""
 
-    def __init__(self, items: list) -> None:
+    def __init__(self, items: list[Any]) -> None:
         self.items = items
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__ = state
 
     def __eq__(self, other: object) -> bool:
