@@ -13,9 +13,11 @@ only how a transaction starts and how the connection is kept:
   measured about 20% more commits/s, and it is per schema, not per server database.
 - A write that is a transaction of its own is one call of a server routine
   (``_pg_routines``), which takes the same lock.
-- Statements are sent with libpq's own calls (``_pg_direct``), under the connection's
-  lock, and prepared when run again; psycopg runs only ``executemany`` and statements
-  with a parameter only it adapts.
+- Statements run through psycopg's cursors with its own prepared statements: a
+  statement that reads or writes rows is prepared on the connection the second time it
+  runs there (``PREPARE_THRESHOLD``); transaction control, schema changes and scripts
+  of several statements run unprepared, with the simple protocol. ``executemany`` sends
+  its rows in psycopg's pipeline mode (one round trip for the batch).
 - Reads inside ``db.read()`` and every snapshot run in one REPEATABLE READ, READ ONLY
   transaction.
 - A lost connection fails the call in progress with ``connection_lost`` (a transaction
@@ -26,15 +28,16 @@ only how a transaction starts and how the connection is kept:
   keepalives notice a dead host on either side (``IDLE_IN_TRANSACTION_TIMEOUT``,
   ``KEEPALIVES``). Both are set once per connection: nothing per statement.
 
-Statements are written with ``?`` placeholders; they are translated to libpq's ``$1``
-(or psycopg's ``%s``) once per distinct statement.
+Statements are written with ``?`` placeholders; they are translated to psycopg's ``%s``
+once per distinct statement. Only psycopg's public API is used.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import ConnectionLostError, DatabaseBusyError, RewindError
 
@@ -42,8 +45,6 @@ try:
     import psycopg
     from psycopg import errors as pg_errors
     from psycopg.conninfo import conninfo_to_dict
-
-    from ._pg_direct import DirectStatements
 except ImportError:  # pragma: no cover - depends on the installed extras
     psycopg = None  # type: ignore[assignment]
 
@@ -54,6 +55,26 @@ from ._connection import Connection, Params
 
 #: The write lock: every writer holds this row lock to commit.
 WRITE_LOCK = "SELECT value FROM rewind_meta WHERE key = 'format' FOR UPDATE"
+#: A statement that reads or writes rows is prepared on a connection once it has run there
+#: this many times before (psycopg's ``prepare_threshold``): the second run, so that a
+#: statement run once costs no extra round trip to prepare it.
+PREPARE_THRESHOLD = 1
+#: One statement that reads or writes rows (no ``;``): prepared when run again.
+_DATA_STATEMENT = re.compile(r"\s*(?:SELECT|INSERT|UPDATE|DELETE|WITH)\b[^;]*\Z", re.IGNORECASE)
+#: A statement whose rows a caller may read after the connection ran others: it gets a
+#: cursor of its own (every other statement runs on the connection's shared cursor).
+_ROWS = re.compile(r"\s*(?:SELECT|WITH)\b|.*\bRETURNING\b", re.IGNORECASE | re.DOTALL)
+_TUPLES_OK = psycopg.pq.ExecStatus.TUPLES_OK if psycopg is not None else None
+
+
+class _Plan(NamedTuple):
+    """How one statement (``?`` placeholders) is sent, worked out once per statement."""
+
+    query: str  # with psycopg's placeholders
+    data: bool  # one statement that reads or writes rows: prepared when run again
+    own_cursor: bool  # its rows may be read later: they get a cursor of their own
+
+
 #: The advisory lock that stands in for it while the schema is created or migrated
 #: ("rewind"); migrations also take the row lock once the table exists.
 SCHEMA_LOCK_KEY = 0x72657769_6E64
@@ -138,9 +159,10 @@ class PostgresConnection(Connection):
         self.durability = durability
         self.idle_in_transaction_timeout = idle_in_transaction_timeout
         self.location = redact(url)
-        self._sql: dict[str, str] = {}
+        self._plans: dict[str, _Plan] = {}
         self._raw: Any = None
-        self._direct: DirectStatements | None = None
+        #: The connection's shared cursor, used under ``lock`` (``fetchone``, writes).
+        self._cursor: Any = None
         self._connect()
 
     # -- the connection ------------------------------------------------------------
@@ -153,7 +175,9 @@ class PostgresConnection(Connection):
             }
             if psycopg.pq.version() < 120000:  # pragma: no cover - libpq 12 added it
                 keepalives.pop("tcp_user_timeout", None)
-            raw = psycopg.connect(self.url, autocommit=True, **keepalives)
+            raw = psycopg.connect(
+                self.url, autocommit=True, prepare_threshold=PREPARE_THRESHOLD, **keepalives
+            )
         except psycopg.OperationalError as error:
             raise ConnectionLostError(
                 f"cannot connect to {self.location}: {str(error).strip()}"
@@ -185,7 +209,10 @@ class PostgresConnection(Connection):
         if self.readonly:
             settings["default_transaction_read_only"] = "on"
         try:  # one round trip, once per connection
-            raw.execute("; ".join(f"SET {name} = {value}" for name, value in settings.items()))
+            raw.execute(
+                "; ".join(f"SET {name} = {value}" for name, value in settings.items()),
+                prepare=False,
+            )
         except psycopg.Error as error:
             lost = raw.broken
             raw.close()
@@ -199,7 +226,8 @@ class PostgresConnection(Connection):
                 code="storage",
             ) from None
         self._raw = raw
-        self._direct = DirectStatements(raw)
+        # Binary results: bytea bodies arrive as they are stored, not hex-encoded.
+        self._cursor = raw.cursor(binary=True)
 
     def _usable(self) -> Any:
         """The live connection; outside a transaction a lost one is replaced."""
@@ -213,13 +241,6 @@ class PostgresConnection(Connection):
                 )
             self._connect()
         return self._raw
-
-    def _translate(self, sql: str) -> str:
-        translated = self._sql.get(sql)
-        if translated is None:
-            translated = sql.replace("%", "%%").replace("?", "%s")
-            self._sql[sql] = translated
-        return translated
 
     def _failed(self, error: Exception, *, committing: bool = False) -> RewindError:
         if isinstance(error, pg_errors.LockNotAvailable):
@@ -263,50 +284,55 @@ class PostgresConnection(Connection):
 
     def _run(self, sql: str, params: Params) -> Any:
         with self.lock:
-            direct = self._direct_statements()
-            try:
-                if not params and not direct.is_data_statement(sql):
-                    return direct.script(sql)
-                encoded = direct.encode(params)
-                if encoded is not None:
-                    return direct.rows(sql, encoded)
-            except psycopg.Error as error:
-                raise self._refused(error) from error
-            return self._execute(sql, params)  # a parameter only psycopg adapts
+            raw = self._usable()
+            plan = self._plan(sql)
+            # Rows a caller may read later, after other statements ran: a cursor of their own.
+            cursor = raw.cursor(binary=True) if plan.own_cursor else self._cursor
+            self._send(cursor, plan, params)
+            if not plan.data:  # a script of several statements: the last one's rows
+                while cursor.nextset():
+                    pass
+            result = cursor.pgresult
+            if result is None or result.status != _TUPLES_OK:
+                return iter(())
+            return cursor if plan.own_cursor else iter(cursor.fetchall())
 
     def _run_one(self, sql: str, params: Params) -> Any:
         with self.lock:
-            direct = self._direct_statements()
-            encoded = direct.encode(params)
-            if encoded is None:  # a parameter only psycopg adapts
-                return self._execute(sql, params).fetchone()
-            try:
-                return direct.fetchone(sql, encoded)
-            except psycopg.Error as error:
-                raise self._refused(error) from error
+            self._usable()
+            cursor = self._cursor
+            self._send(cursor, self._plan(sql), params)
+            result = cursor.pgresult
+            if result is None or result.status != _TUPLES_OK:
+                return None
+            return cursor.fetchone()  # read before another thread's statement replaces it
 
-    def _direct_statements(self) -> DirectStatements:
-        """The live connection's ``DirectStatements`` (a lost connection is replaced)."""
-        self._usable()
-        direct = self._direct
-        assert direct is not None  # made with every connection
-        return direct
-
-    def _execute(self, sql: str, params: Params) -> Any:
-        """``sql`` run by psycopg (its cursor, with the rows)."""
-        raw = self._usable()
+    def _send(self, cursor: Any, plan: _Plan, params: Params) -> None:
         try:
-            return raw.execute(self._translate(sql), params)
+            if plan.data:  # prepared from its second run (PREPARE_THRESHOLD)
+                cursor.execute(plan.query, params)
+            else:  # the simple protocol when it has no parameters: perhaps a script
+                cursor.execute(plan.query, params, prepare=False, binary=False)
         except psycopg.Error as error:
             raise self._refused(error) from error
+
+    def _plan(self, sql: str) -> _Plan:
+        plan = self._plans.get(sql)
+        if plan is None:
+            plan = self._plans[sql] = _Plan(
+                sql.replace("%", "%%").replace("?", "%s"),
+                _DATA_STATEMENT.match(sql) is not None,
+                _ROWS.match(sql) is not None,
+            )
+        return plan
 
     def _run_many(self, sql: str, rows: Sequence[Params]) -> None:
-        raw = self._usable()
-        try:
-            with raw.cursor() as cursor:
-                cursor.executemany(self._translate(sql), rows)
-        except psycopg.Error as error:
-            raise self._refused(error) from error
+        with self.lock:
+            self._usable()
+            try:  # psycopg sends the batch in pipeline mode
+                self._cursor.executemany(self._plan(sql).query, rows)
+            except psycopg.Error as error:
+                raise self._refused(error) from error
 
     def _refused(self, error: psycopg.Error) -> RewindError:
         """A statement's error as a RewindError: never a raw driver error to the caller."""
@@ -348,18 +374,15 @@ class PostgresConnection(Connection):
                     "nothing of the transaction was written; the next call reconnects"
                 )
             return  # the server rolled it back when the connection went
-        direct = self._direct
-        assert direct is not None  # made with every connection
         try:
-            if commit:  # tells a session the server had ended from a COMMIT lost in flight
-                direct.command("COMMIT")
-            else:
-                direct.script("ROLLBACK")
+            self._cursor.execute("COMMIT" if commit else "ROLLBACK", prepare=False)
         except psycopg.Error as error:
             if not commit:
                 return
             if not raw.closed and not raw.broken:
-                direct.script("ROLLBACK")
+                # (if the connection went meanwhile, the server rolls it back)
+                with contextlib.suppress(psycopg.Error):
+                    self._cursor.execute("ROLLBACK", prepare=False)
             raise self._failed(error, committing=True) from error
 
     def _close(self) -> None:

@@ -6,6 +6,7 @@ Run it from the repository root (the postgres extra installed)::
     .venv/bin/python benchmarks/postgres.py --quick    # a smoke run: small N, 1 and 4 writers
     .venv/bin/python benchmarks/postgres.py --url postgresql://user@host/db  # a given server
     .venv/bin/python benchmarks/postgres.py --setting synchronous_commit=off  # a what-if run
+    .venv/bin/python benchmarks/postgres.py --only writers  # figure 1 alone (repeatable)
 
 Without ``--url`` the script starts a throwaway PostgreSQL cluster (Debian's binaries in
 ``/usr/lib/postgresql/*/bin``, run as the ``postgres`` user when run as root) on
@@ -605,6 +606,10 @@ def measure_profile(sizes: Sizes, workload: Workload, pool: Writers, report: Rep
 # -- main ------------------------------------------------------------------------
 
 
+#: The figures, by the name ``--only`` gives them: 1; 2 and 3; 4; 5.
+FIGURES = ("writers", "flat", "latency", "profile")
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run: small N, 1 and 4")
@@ -615,6 +620,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=[],
         metavar="NAME=VALUE",
         help="a server setting for rewinddb's connections only (what-if runs)",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=FIGURES,
+        metavar="FIGURE",
+        help=f"measure only these figures (repeatable; one of {', '.join(FIGURES)})",
     )
     args = parser.parse_args(argv)
     for setting in args.setting:
@@ -646,8 +658,10 @@ def main(argv: list[str]) -> int:
         report = Report()
         pool = Writers(max(sizes.writers))
         workload = Workload(server, sizes)
+        only = set(args.only or FIGURES)
         try:
-            measure_writers(sizes, workload, pool, report)
+            if "writers" in only:
+                measure_writers(sizes, workload, pool, report)
             with tempfile.TemporaryDirectory(prefix="rewinddb-pg-bench-") as tmp:
                 scratch, paths = Path(tmp), itertools.count()
 
@@ -659,11 +673,13 @@ def main(argv: list[str]) -> int:
                     path = str(scratch / f"db-{next(paths)}")
                     return path, path
 
-                measure_flat(
-                    sizes, [Backend("PostgreSQL", pg_new), Backend("SQLite", sqlite_new)], report
-                )
-                measure_latency(sizes, server, scratch, report)
-            measure_profile(sizes, workload, pool, report)
+                if "flat" in only:
+                    backends = [Backend("PostgreSQL", pg_new), Backend("SQLite", sqlite_new)]
+                    measure_flat(sizes, backends, report)
+                if "latency" in only:
+                    measure_latency(sizes, server, scratch, report)
+            if "profile" in only:
+                measure_profile(sizes, workload, pool, report)
         finally:
             workload.close()
         print(report.render())

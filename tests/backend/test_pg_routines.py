@@ -299,43 +299,6 @@ def test_routines_see_the_newest_commits_whatever_the_server_default(
         assert event.version == 4 and waiter.events.verify().ok
 
 
-def test_threads_sharing_one_connection_each_read_their_own_row(
-    pg: rewinddb.Database, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # fetchone sends its statement with libpq's blocking call on the connection all the
-    # threads share: a statement and its row must be read together, or a thread gets
-    # another's answer (or libpq refuses a second statement in progress). A pause before
-    # each row is read gives the other threads every chance to run theirs in between.
-    from rewinddb._pg_direct import DirectStatements
-
-    checked = DirectStatements._checked
-
-    def slow_checked(direct: DirectStatements, result: Any) -> Any:
-        time.sleep(0.0005)
-        return checked(direct, result)
-
-    monkeypatch.setattr(DirectStatements, "_checked", slow_checked)
-    conn = pg._engine.conn
-    failures: list[tuple[int, Any]] = []
-
-    def worker(n: int) -> None:
-        for _ in range(50):
-            try:
-                row = conn.fetchone("SELECT CAST(? AS BIGINT)", (n,))
-            except Exception as error:  # another thread's statement reset the cursor
-                failures.append((n, error))
-                return
-            if row[0] != n:
-                failures.append((n, row))
-
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not failures, failures[:3]
-
-
 @pytest.mark.parametrize("state", ["empty", "history", "floor above", "floor below", "future"])
 def test_the_routines_allocate_as_next_commit_does(postgres: PostgresServer, state: str) -> None:
     # The same write in two databases in the same state: one call of the write routine
