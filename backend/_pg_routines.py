@@ -3,7 +3,7 @@
 A write on PostgreSQL made statement by statement costs five round trips (begin and the
 write lock, the branch, the version, the row, the commit) and about five statements of
 server work; with many writers the server's CPU, not the lock, is what runs out first
-(measured: ``benchmarks/postgres.py``). A write that is a transaction of its own (no
+(``benchmarks/postgres.py``). A write that is a transaction of its own (no
 ``db.transaction()`` open) and needs no earlier row to encode is therefore sent as one
 call of a PL/pgSQL function, which does the same steps in the server, in the same order,
 under the same write lock:
@@ -11,55 +11,71 @@ under the same write lock:
 - ``rewind_put_entry``: ``kv.put``, ``state.set`` of one key, ``json.set`` of a whole
   document (a value holding arrays long enough to be shared is written the ordinary way,
   since its encoding depends on the key's previous entry);
-- ``rewind_append_event``: ``events.append``, ``expected_index`` included; the hash is
-  computed in the server exactly as ``events.event_hash`` computes it (a test checks both
-  agree, hostile event types included);
+- ``rewind_append_event``: ``events.append``, ``expected_index`` included, on a branch
+  whose log ends in its own events or that has no parent (the first append to a forked
+  branch's inherited log is written the ordinary way, which walks the lineage);
 - ``rewind_read_entry``: the read of one key (``kv.get``, ``state.get``, ``json.get``)
   now or at a version: the branch, the clock, and one seek per lineage step, which are
   three round trips from Python. It reads in the caller's transaction (a ``db.read()``
   snapshot, or a write transaction), so it sees what Python's statements would.
 
 They return NULL (or a status) where Python must answer instead (no such branch, an
-append conflict, an ``as_of`` out of range), having written nothing. After the write lock
-a routine reads in one statement what it needs (the branch, the newest commit, the clock
-floor, and for an append the log's last event), then inserts plain rows. The clock's rule
-is ``_engine.NEXT_COMMIT``'s, in routine form (``CLOCK``): after the newest commit and
-after the clock floor of an imported database, its timestamp never going backwards (a
-test checks that both allocate alike). Measured in a server-side loop of calls, this took
-an append from 27 to 25 us and a put from 21 to 19 us, against one ``INSERT ... SELECT``
-of a union; folding the inserts into that statement too measured no faster. The routines
-are installed with the schema and by the migrations that change them (3, 4 and 5);
-``CREATE OR REPLACE`` makes installing twice harmless.
+inherited log, an append conflict, an ``as_of`` out of range), having written nothing.
+
+The rules they share with the Python path have one definition each, which a test ties
+both paths to (``tests/backend/test_pg_routines.py``):
+
+- the clock: the text of ``_clock`` (``CLOCK``, ``next_version``, ``next_ts``), which
+  the Python path's ``NEXT_COMMIT`` is made of too;
+- the hash chain: ``_commit_hash.commit_hash`` and ``events.event_hash``, rendered in
+  SQL beside them (``_commit_hash.sql_commit_hash``) or here (``sql_event_hash``), each
+  rendering checked against its Python rule on hostile inputs;
+- the lineage walk: ``Engine.lineage`` (a branch, then each parent capped at the fork
+  point below), which ``rewind_read_entry``'s loop follows; a test compares its answers
+  with the Python path's for every branch, version and key of random fork trees.
+
+The routines are installed with the schema and by the migrations that change them (3, 4,
+5 and 6); ``CREATE OR REPLACE`` makes installing twice harmless.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._clock import CLOCK, PREVIOUS_HASH, next_ts, next_version
 from ._commit_hash import SQL_EVENT_PART, sql_commit_hash
 
 if TYPE_CHECKING:
     from ._connection import Connection
 
-#: The next version and its timestamp, as ``_engine.NEXT_COMMIT`` allocates them, for the
-#: select list of a statement joined with ``CLOCK_SOURCES`` (``p_now``: the caller's time).
-CLOCK = (
-    "greatest(newest.version, CAST(clock_floor.value AS BIGINT), 0) + 1, greatest(newest.ts, p_now)"
-)
-#: The newest commit and the clock floor, as joins (each may be missing).
-CLOCK_SOURCES = """
-    LEFT JOIN LATERAL (SELECT version, ts, hash FROM rewind_commits
-      ORDER BY version DESC LIMIT 1) newest ON true
-    LEFT JOIN rewind_meta clock_floor ON clock_floor.key = 'clock_floor'"""
+#: The next version, its time and the hash it chains on, as ``_clock`` allocates them,
+#: for the select list of a statement that joins ``CLOCK`` (``p_now``: the caller's time).
+NEXT = f"{next_version()}, {next_ts('p_now')}, {PREVIOUS_HASH}"
+
+
+def sql_event_hash(previous: str, sequence: str, type_json: str, version: str, payload: str) -> str:
+    """PostgreSQL for ``events.event_hash``: sha256 (hex) over the previous hash (text,
+    NULL for none), 0x1e, the JSON ``[sequence, type, version]`` (``type_json``: the
+    type's JSON encoding, a bytea), 0x1e, the payload (bytea)."""
+    separator = r"'\x1e'::bytea"
+    fields = (
+        f"convert_to('[' || {sequence} || ',', 'UTF8') || {type_json} "
+        f"|| convert_to(',' || {version} || ']', 'UTF8')"
+    )
+    whole = (
+        f"convert_to(coalesce({previous}, ''), 'UTF8') || {separator} || {fields} "
+        f"|| {separator} || {payload}"
+    )
+    return f"encode(sha256({whole}), 'hex')"
 
 
 def routines(write_lock: str) -> list[str]:
     """The ``CREATE OR REPLACE FUNCTION`` statements, in the order they must run."""
-    # Both routines begin alike: the write lock, then one statement for the live branch
-    # (no row: none), the next version and its time. Every statement of a VOLATILE
-    # function takes a new snapshot, so what follows the lock sees every earlier commit
-    # (which is why the lock is a statement of its own). The steps are written inline (no
-    # nested calls: each costs).
+    # Both write routines begin alike: the write lock, then one statement for the live
+    # branch (no row: none), the next version, its time and the previous hash. Every
+    # statement of a VOLATILE function takes a new snapshot, so what follows the lock sees
+    # every earlier commit (which is why the lock is a statement of its own). The steps
+    # are written inline (no nested calls: each costs).
     lock = f"PERFORM {write_lock.removeprefix('SELECT ')};"
     # The commit's hash, chained on the newest commit's, as ``_commit_hash`` makes it
     # (Python passes what it knows of it encoded: the entry's part, trigger and message).
@@ -84,8 +100,8 @@ DECLARE
   previous_hash text;
 BEGIN
   {lock}
-  SELECT branch.id, {CLOCK}, newest.hash INTO branch_id_, version_, ts_, previous_hash
-    FROM rewind_branches branch{CLOCK_SOURCES}
+  SELECT branch.id, {NEXT} INTO branch_id_, version_, ts_, previous_hash
+    FROM rewind_branches branch CROSS JOIN {CLOCK}
     WHERE branch.name = p_branch AND branch.deleted_at IS NULL;
   IF branch_id_ IS NULL THEN
     RETURN NULL;
@@ -95,11 +111,11 @@ BEGIN
   RETURN version_;
 END
 $body$""",
-        # Status 0: appended; 1: no live branch of that name; 2: the log's length is not
-        # p_expected (o_sequence holds the length). The previous event is found as
-        # events.last_event finds it: the branch's own newest (in the first statement),
-        # else its ancestors' up to the fork points.
-        rf"""
+        # Status 0: appended; 1: Python must append (no live branch of that name, or a log
+        # that so far is all inherited); 2: the log's length is not p_expected (o_sequence
+        # holds the length). A branch's own events are newer than any it inherited, so its
+        # newest own event, when it has one, ends its log.
+        f"""
 CREATE OR REPLACE FUNCTION rewind_append_event(
   p_branch text, p_type text, p_type_json bytea, p_payload bytea, p_expected bigint,
   p_texts bytea, p_trigger text, p_message text, p_now bigint,
@@ -108,33 +124,24 @@ CREATE OR REPLACE FUNCTION rewind_append_event(
 LANGUAGE plpgsql VOLATILE AS $body$
 DECLARE
   branch_id_ bigint;
+  parent bigint;
   version_ bigint;
   ts_ bigint;
-  step bigint;
-  cap bigint;
+  previous_hash text;
   last_sequence bigint;
   last_hash text;
-  previous_hash text;
 BEGIN
   {lock}
-  SELECT branch.id, branch.parent_id, branch.forked_at, {CLOCK},
-      last_event.sequence, last_event.hash, newest.hash
-    INTO branch_id_, step, cap, version_, ts_, last_sequence, last_hash, previous_hash
-    FROM rewind_branches branch{CLOCK_SOURCES}
+  SELECT branch.id, branch.parent_id, {NEXT}, last_event.sequence, last_event.hash
+    INTO branch_id_, parent, version_, ts_, previous_hash, last_sequence, last_hash
+    FROM rewind_branches branch CROSS JOIN {CLOCK}
     LEFT JOIN LATERAL (SELECT sequence, hash FROM rewind_events
       WHERE branch_id = branch.id ORDER BY version DESC, sequence DESC LIMIT 1) last_event ON true
     WHERE branch.name = p_branch AND branch.deleted_at IS NULL;
-  IF branch_id_ IS NULL THEN
+  IF branch_id_ IS NULL OR (last_sequence IS NULL AND parent IS NOT NULL) THEN
     o_status := 1;
     RETURN;
   END IF;
-  WHILE last_sequence IS NULL AND step IS NOT NULL LOOP
-    SELECT sequence, hash INTO last_sequence, last_hash FROM rewind_events
-      WHERE branch_id = step AND version <= cap
-      ORDER BY version DESC, sequence DESC LIMIT 1;
-    EXIT WHEN FOUND;
-    SELECT parent_id, least(cap, forked_at) INTO step, cap FROM rewind_branches WHERE id = step;
-  END LOOP;
   o_sequence := coalesce(last_sequence + 1, 0);
   IF p_expected IS NOT NULL AND o_sequence <> p_expected THEN
     o_status := 2;
@@ -142,10 +149,7 @@ BEGIN
   END IF;
   o_version := version_;
   o_ts := ts_;
-  o_hash := encode(sha256(
-    convert_to(coalesce(last_hash, ''), 'UTF8') || '\x1e'::bytea
-    || convert_to('[' || o_sequence || ',', 'UTF8') || p_type_json
-    || convert_to(',' || o_version || ']', 'UTF8') || '\x1e'::bytea || p_payload), 'hex');
+  o_hash := {sql_event_hash("last_hash", "o_sequence", "p_type_json", "o_version", "p_payload")};
   {new_commit(event_hash).strip()}
   INSERT INTO rewind_events (branch_id, sequence, event_type, payload, version, ts, hash,
       origin_branch_id, origin_sequence)
@@ -155,7 +159,9 @@ END
 $body$""",
         # Status 0: found (kind, body, refs); 2: no entry (never written here or before);
         # 1: Python must answer (no live branch, or as_of outside the branch's history).
-        # The lineage is walked as Engine.lineage walks it; the first entry found is the
+        # The lineage is walked as Engine.lineage walks it: the branch up to the version
+        # read (now: the clock, or the fork point of a branch forked above it), then each
+        # parent up to the lowest fork point met so far. The first entry found is the
         # newest (a branch's own rows are newer than what it inherited).
         f"""
 CREATE OR REPLACE FUNCTION rewind_read_entry(
@@ -169,10 +175,9 @@ DECLARE
   parent bigint;
   fork bigint;
 BEGIN
-  SELECT branch.id, branch.forked_at,
-      greatest(newest.version, CAST(clock_floor.value AS BIGINT), branch.forked_at)
+  SELECT branch.id, branch.forked_at, greatest(clock.v, branch.forked_at)
     INTO step, forked, cap
-    FROM rewind_branches branch{CLOCK_SOURCES}
+    FROM rewind_branches branch CROSS JOIN {CLOCK}
     WHERE branch.name = p_branch AND branch.deleted_at IS NULL;
   IF step IS NULL THEN
     o_status := 1;

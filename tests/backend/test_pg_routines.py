@@ -5,16 +5,18 @@ rest of the backend suite runs every such write through them on PostgreSQL)."""
 from __future__ import annotations
 
 import itertools
+import random
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import rewinddb
-from rewinddb import _schema
+from rewinddb import _clock, _commit_hash, _engine, _pg_routines, _schema
 from rewinddb._values import dumps
 from rewinddb.events import event_hash
 from rewinddb.testing import PostgresServer
@@ -332,3 +334,165 @@ def test_the_routines_allocate_as_next_commit_does(postgres: PostgresServer, sta
     expected = {"empty": 1, "history": 4, "floor above": 101, "floor below": 4, "future": 4}
     assert written[0][0] == expected[state]
     assert written[0][3] == (state == "future")  # a timestamp in the future is kept
+
+
+# -- the rules both paths follow: one definition each, and what ties both to it ----------
+
+
+def _sources(db: rewinddb.Database) -> dict[str, str]:
+    """Each routine's body as the server holds it."""
+    rows = db._engine.conn.fetchall(
+        "SELECT p.proname, p.prosrc FROM pg_proc p "
+        "JOIN pg_namespace n ON n.oid = p.pronamespace "
+        "WHERE n.nspname = current_schema() AND p.proname LIKE 'rewind%'"
+    )
+    return dict(rows)
+
+
+def test_both_paths_allocate_by_the_one_clock(pg: rewinddb.Database) -> None:
+    # The Python path's statement is made of _clock's text, and so is every routine as
+    # installed (its behaviour in every state of the clock: the test below).
+    assert _engine.NEXT_COMMIT == _clock.NEXT_COMMIT
+    assert _clock.CLOCK in _clock.NEXT_COMMIT and _clock.next_ts("?") in _clock.NEXT_COMMIT
+    sources = _sources(pg)
+    assert set(sources) == {"rewind_put_entry", "rewind_append_event", "rewind_read_entry"}
+    for name, source in sources.items():
+        assert _clock.CLOCK in source, name
+    for name in ("rewind_put_entry", "rewind_append_event"):
+        assert _pg_routines.NEXT in sources[name]
+        assert _clock.next_ts("p_now") in sources[name] and _clock.PREVIOUS_HASH in sources[name]
+
+
+HOSTILE_TEXTS = [None, "", *HOSTILE_TYPES, "nul? no: \x01\x02", "🦜" * 300]
+HOSTILE_BYTES = [b"", b"\x00", bytes(range(256)), b"\x1e\x1e", "ünï".encode() * 1000]
+
+
+def test_the_servers_event_hash_is_events_event_hash(pg: rewinddb.Database) -> None:
+    conn = pg._engine.conn
+    expression = _pg_routines.sql_event_hash(
+        "CAST(? AS TEXT)",
+        "CAST(? AS BIGINT)",
+        "CAST(? AS BYTEA)",
+        "CAST(? AS BIGINT)",
+        "CAST(? AS BYTEA)",
+    )
+    cases = itertools.product(
+        [None, "", "ab" * 32],  # the previous hash (none: the log's first event)
+        [0, 7, 2**62],  # sequence
+        HOSTILE_TYPES,  # event type
+        [1, 2**62 + 5],  # version
+        HOSTILE_BYTES,  # payload
+    )
+    checked = 0
+    for previous, sequence, event_type, version, payload in cases:
+        params = (previous, sequence, dumps(event_type), version, payload)
+        (digest,) = conn.fetchone(f"SELECT {expression}", params)
+        assert digest == event_hash(previous or "", sequence, event_type, version, payload)
+        checked += 1
+    assert checked == 3 * 3 * len(HOSTILE_TYPES) * 2 * len(HOSTILE_BYTES)
+
+
+def test_the_servers_commit_hash_is_commit_hash(pg: rewinddb.Database) -> None:
+    conn = pg._engine.conn
+    fields = (
+        "FROM (SELECT CAST(? AS BIGINT) AS version_, CAST(? AS BIGINT) AS branch_id_, "
+        "CAST(? AS BIGINT) AS ts_, CAST(? AS BIGINT) AS o_sequence, CAST(? AS TEXT) AS o_hash"
+        ") routine"
+    )
+    of_entry = _commit_hash.sql_commit_hash(
+        "CAST(? AS TEXT)", "CAST(? AS BYTEA)", "CAST(? AS BYTEA)"
+    )
+    of_event = _commit_hash.sql_commit_hash(
+        "CAST(? AS TEXT)", "CAST(? AS BYTEA)", _commit_hash.SQL_EVENT_PART
+    )
+    for previous, trigger, message, body in itertools.product(
+        [None, "cd" * 32], HOSTILE_TEXTS, HOSTILE_TEXTS[:3], HOSTILE_BYTES
+    ):
+        version, branch_id, ts, sequence, digest = 2**40 + 3, 17, 1_700_000_000_000_000, 5, "ef"
+        commit = (version, branch_id, ts, trigger, message, None, None)
+        texts = _commit_hash.texts_part(trigger, message)
+        part = _commit_hash.entry_part("kv", trigger or "k", 1, body, None, trigger)
+        row = conn.fetchone(
+            f"SELECT {of_entry} {fields}",
+            (previous, texts, part, version, branch_id, ts, sequence, digest),
+        )
+        assert row[0] == _commit_hash.commit_hash(previous, commit, [part], [])
+        row = conn.fetchone(
+            f"SELECT {of_event} {fields}",
+            (previous, texts, version, branch_id, ts, sequence, digest),
+        )
+        event = _commit_hash.event_part(sequence, digest, ts, None, None)
+        assert row[0] == _commit_hash.commit_hash(previous, commit, [], [event])
+
+
+def test_what_the_routines_write_verifies(pg: rewinddb.Database) -> None:
+    """``db.verify()`` recomputes every commit's and event's hash in Python."""
+    for n, text in enumerate(t for t in HOSTILE_TEXTS if t):
+        pg.kv.put(f"k{n}", {"text": text}, trigger=text, message=text)
+        pg.state.set(f"s{n}", text.encode() + b"\x00", trigger=text)
+        pg.events.append(text, {"text": text}, trigger=text, message=text)
+    assert pg.verify().ok
+
+
+def _grow(db: rewinddb.Database, seed: int) -> list[str]:
+    """A random history: forks (at versions and at events), deletes of branches and of
+    keys, writes and appends, each a commit of its own (on PostgreSQL: the routines).
+    Every choice depends only on the seed and on what both backends must agree on."""
+    rng = random.Random(seed)
+    live = ["default"]
+    for step in range(70):
+        name = rng.choice(live)
+        view = db.at(name)
+        roll = rng.random()
+        if roll < 0.15 and len(live) < 8:
+            child = f"b{step}"
+            length = view.events.length()
+            if length and rng.random() < 0.5:
+                db.branches.fork(name, child, at_event=rng.randrange(length))
+            else:
+                info = db.branches.get(name)
+                db.branches.fork(name, child, at=rng.randint(info.forked_at, db.version))
+            live.append(child)
+        elif roll < 0.2 and len(live) > 3:
+            gone = rng.choice(live[1:])
+            db.branches.delete(gone)
+            live.remove(gone)
+        elif roll < 0.45:
+            expected = view.events.length() if rng.random() < 0.3 else None
+            view.events.append("step", {"step": step}, expected_index=expected)
+        elif roll < 0.55:
+            view.kv.delete(f"k{rng.randrange(4)}")
+        else:
+            view.kv.put(f"k{rng.randrange(4)}", {"step": step})
+    return live
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_reads_and_appends_walk_the_lineage_as_the_engine_does(
+    postgres_url: str, tmp_path: Path, seed: int
+) -> None:
+    # The same history on SQLite (every read and append by Python's lineage walk) and on
+    # PostgreSQL (each by one call of a routine): every key at every version of every
+    # branch, and every event log, must read alike.
+    with rewinddb.open(tmp_path / "python") as python, rewinddb.open(postgres_url) as server:
+        live = _grow(python, seed)
+        assert _grow(server, seed) == live
+        assert server.version == python.version
+        for name in live:
+            a, b = python.at(name), server.at(name)
+            forked = python.branches.get(name).forked_at
+            for version in [None, *range(forked, python.version + 1)]:
+                for key in ("k0", "k1", "k2", "k3"):
+                    assert b.kv.get(key, as_of=version) == a.kv.get(key, as_of=version), (
+                        name,
+                        key,
+                        version,
+                    )
+            events = [(i.event.sequence, i.event.version, i.event.hash) for i in a.events.list()]
+            assert [(i.event.sequence, i.event.version, i.event.hash) for i in b.events.list()] == (
+                events
+            )
+            b.events.append("last", {"of": name})  # on a log ending anywhere in its lineage
+            a.events.append("last", {"of": name})
+            assert b.events.list()[-1].event.hash == a.events.list()[-1].event.hash
+        assert server.verify().ok
