@@ -426,7 +426,7 @@ CODES: Mapping[str, ErrorCode] = _registry(
         "busy",
         503,
         "another process held the write lock for longer than `busy_timeout`",
-        "`DatabaseBusyError`: every write (and reads on PostgreSQL)",
+        "`DatabaseBusyError`: every write",
     ),
     (
         "closed",

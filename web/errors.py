@@ -70,9 +70,9 @@ def code_for(error: BaseException) -> str:
 
 
 async def handle_error(request: Request, error: Any) -> Response:
-    """RewindErrors, the explorer's own errors and bad parameters as error pages: 404
-    for what does not exist, 400/422 for bad input, 500 for a damaged database or a
-    failed disk."""
+    """RewindErrors, the explorer's own errors and bad parameters as error pages, each
+    with the status ``rewinddb.errors.CODES`` gives its code: 404 for what does not
+    exist, 400/422 for bad input, 500 for a damaged database or a failed disk."""
     if isinstance(error, RequestValidationError):
         messages = "; ".join(
             f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}"

@@ -438,17 +438,25 @@ def test_the_explorer_answers_a_code_with_its_registered_status(
     assert response.status_code == CODES[code].status
 
 
-def test_a_conflict_is_answered_with_its_registered_status(tmp_path: Path) -> None:
-    """A fork onto a name that exists: ``conflict.branch_exists``, 409 (before the
-    registry the explorer had its own table of classes for this)."""
+def test_writes_refused_are_answered_with_their_registered_status(tmp_path: Path) -> None:
+    """A fork onto a name that exists is ``conflict.branch_exists`` (409), a form that
+    cannot be read ``invalid.body`` (400, Starlette's own refusal)."""
     build_demo(tmp_path / "demo").close()
     app = create_app(tmp_path / "demo", allow_writes=True)
     with TestClient(app, base_url="http://localhost") as writable:
         token = writable.app.state.csrf_token  # type: ignore[attr-defined]
-        form = {"name": "run-1", "csrf_token": token}
-        response = writable.post("/branches/research/fork", data=form)
-    assert response.status_code == CODES["conflict.branch_exists"].status == 409
-    assert "conflict.branch_exists" in response.text
+        taken = writable.post(
+            "/branches/research/fork", data={"name": "run-1", "csrf_token": token}
+        )
+        unreadable = writable.post(
+            "/branches/research/fork",
+            content=b"not a form",
+            headers={"content-type": "multipart/form-data"},
+        )
+    for response, code in ((taken, "conflict.branch_exists"), (unreadable, "invalid.body")):
+        assert f"error code <code>{code}</code>" in response.text
+        assert response.status_code == CODES[code].status
+    assert (taken.status_code, unreadable.status_code) == (409, 400)
 
 
 @pytest.mark.parametrize("code", list(CODES))
