@@ -11,15 +11,14 @@ Each item row carries a hash of the array's prefix up to and including it, so "d
 new list start with the old one?" is one index seek and one hash comparison, not a read
 of the old list. Reading any version reads exactly its own items: as fast as the latest.
 
-Writing a list that only grew costs Python work for the appended items only: the engine
-remembers the encoding of the arrays it wrote last (bounded, see ``KNOWN_BYTES``). An
-array's first ``n`` items never change once written, so that memory is keyed by (array,
-length) and never goes stale; it is dropped when a transaction rolls back, because then
-array ids are reused. The new list is encoded whole (one orjson call) and compared with
-the remembered prefix; only the appended items are encoded and hashed one by one. Reading
-an array exactly as this process last wrote it decodes the remembered encoding, or, where
-every item was an immutable scalar (text, numbers), copies the list of the items written
-(no parsing, and the very objects written).
+Writing a list that only grew costs Python work for the appended items only: the
+connection's memory (``_memory``, slot ``array``) holds the encoding of the arrays it
+wrote, by (array, length). The new list is encoded whole (one orjson call) and compared
+with the remembered prefix; only the appended items are encoded and hashed one by one.
+Reading an array exactly as this connection last wrote it decodes the remembered
+encoding, or, where every item was an immutable scalar (text, numbers), copies the list
+of the items written (no parsing, and the very objects written). The slot
+``array_length`` holds how far each array has been written.
 """
 
 from __future__ import annotations
@@ -27,7 +26,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ._connection import Connection, TokenCache
+from ._connection import Connection
+from ._memory import UNKNOWN
 from ._values import dumps, loads
 from .errors import CorruptDatabaseError
 
@@ -35,7 +35,7 @@ from .errors import CorruptDatabaseError
 MIN_SHARED_BYTES = 512
 #: Values that encode to fewer bytes than this are never split.
 MIN_SPLIT_BYTES = 2048
-#: How many bytes of array encodings the engine remembers to write grown lists quickly.
+#: Arrays whose encoding is longer than an eighth of this are not remembered.
 KNOWN_BYTES = 64 * 1024 * 1024
 
 #: Items of these types are immutable: an array of them is remembered as written, too.
@@ -78,8 +78,8 @@ def _replace(value: Any, path: Path, replacement: Any) -> Any:
 
 
 def _size(prefix: bytes, items: tuple[Any, ...] | None) -> int:
-    """What one remembered array counts against ``KNOWN_BYTES`` (its items about as much
-    again as their encoding, when they are kept)."""
+    """What one remembered array counts as in memory (its items about as much again as
+    their encoding, when they are kept)."""
     return len(prefix) * (1 if items is None else 2)
 
 
@@ -88,20 +88,15 @@ class SharedArrays:
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
-        #: (array id, length) -> (encoding of the first ``length`` items as
-        #: ``b"[" + b",".join(items)``, prefix hash of the last of them, the items as
-        #: written when all are immutable scalars, else None); newest last.
-        self._known: dict[tuple[int, int], tuple[bytes, bytes, tuple[Any, ...] | None]] = {}
-        self._known_bytes = 0
-        #: Array id -> how many items it has as far as written (``_own_length``), kept
-        #: while nobody else commits; this connection's inserts keep it true.
-        self._lengths = TokenCache(conn)
-        conn.rolled_back.append(self.forget)
+        #: Slot ``array``: (array id, length) -> (encoding of the first ``length`` items
+        #: as ``b"[" + b",".join(items)``, prefix hash of the last of them, the items as
+        #: written when all are immutable scalars, else None). Slot ``array_length``:
+        #: array id -> how many items it has as far as written (``_own_length``).
+        self.memory = conn.memory
 
-    def forget(self) -> None:
-        """Drop what is remembered of written arrays (a rollback may reuse their ids)."""
-        self._known.clear()
-        self._known_bytes = 0
+    def _known(self, seq: int, length: int) -> tuple[bytes, bytes, tuple[Any, ...] | None] | None:
+        known = self.memory.get("array", (seq, length))
+        return None if known is UNKNOWN else known  # type: ignore[no-any-return]
 
     def _remember(
         self, seq: int, length: int, prefix: bytes, last_hash: bytes, items: list[Any]
@@ -109,17 +104,10 @@ class SharedArrays:
         if len(prefix) > KNOWN_BYTES // 8:
             return
         kept = tuple(items) if all(type(item) in _SCALARS for item in items) else None
-        self._recall(seq, length)  # written again (grown back to a length it had)
-        self._known[(seq, length)] = (prefix, last_hash, kept)
-        self._known_bytes += _size(prefix, kept)
-        while self._known_bytes > KNOWN_BYTES:
-            oldest = self._known.pop(next(iter(self._known)))
-            self._known_bytes -= _size(oldest[0], oldest[2])
+        self.memory.put("array", (seq, length), (prefix, last_hash, kept), size=_size(prefix, kept))
 
     def _recall(self, seq: int, length: int) -> None:
-        known = self._known.pop((seq, length), None)
-        if known is not None:
-            self._known_bytes -= _size(known[0], known[2])
+        self.memory.forget("array", (seq, length))
 
     # -- encoding ----------------------------------------------------------------
 
@@ -173,7 +161,7 @@ class SharedArrays:
         seq, old_len = previous
         if not 0 < old_len <= len(items):
             return None
-        known = self._known.get((seq, old_len))
+        known = self._known(seq, old_len)
         if known is None:
             return None
         prefix, last_hash, _ = known
@@ -234,7 +222,7 @@ class SharedArrays:
             [(seq, first + i, item, hashes[i]) for i, item in enumerate(items)],
         )
         if items:  # items are only ever added at an array's end
-            self._lengths.put(seq, first + len(items))
+            self.memory.put("array_length", seq, first + len(items))
 
     # -- import ------------------------------------------------------------------
 
@@ -247,8 +235,8 @@ class SharedArrays:
 
     def _own_length(self, seq: int) -> int:
         """The length of the array ``seq`` as far as it has been written."""
-        known: int | None = self._lengths.get(seq)
-        if known is not None:
+        known: int = self.memory.get("array_length", seq)
+        if known is not UNKNOWN:
             return known
         row = self.conn.fetchone("SELECT max(idx) FROM rewind_seq_items WHERE seq_id = ?", (seq,))
         if row is not None and row[0] is not None:
@@ -256,7 +244,7 @@ class SharedArrays:
         else:
             base = self.conn.fetchone("SELECT base_len FROM rewind_seqs WHERE id = ?", (seq,))
             length = int(base[0]) if base else 0
-        self._lengths.put(seq, length)
+        self.memory.put("array_length", seq, length)
         return length
 
     def _locate(self, seq: int, idx: int) -> int:
@@ -287,8 +275,8 @@ class SharedArrays:
         return value
 
     def _read(self, seq: int, length: int) -> list[Any]:
-        known = self._known.get((seq, length))
-        if known is not None:  # the array as this process last wrote it
+        known = self._known(seq, length)
+        if known is not None:  # the array as this connection last wrote it
             if known[2] is not None:
                 return list(known[2])
             remembered: list[Any] = loads(known[0] + b"]")

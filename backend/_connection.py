@@ -16,7 +16,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.schema import CreateIndex, CreateTable
 
 from . import _migrations, _schema
+from ._memory import Memory
 from .errors import (
     CorruptDatabaseError,
     DatabaseBusyError,
@@ -108,6 +109,9 @@ class Connection:
         self._bookkeeping_changes = 0
         #: How many times writes were rolled back: part of ``Database.change_mark()``.
         self.rollbacks = 0
+        #: What this connection remembers of the database between statements, under
+        #: one rule (``_memory``).
+        self.memory = Memory(self)
         #: (schema version found, schema version now), set by ``ensure_schema``.
         self.schema_migrated = (0, 0)
         #: ``ensure_schema`` has checked (and migrated) the schema: it is the current one.
@@ -153,11 +157,14 @@ class Connection:
         """The driver's exception classes (a statement the database refused)."""
         raise NotImplementedError
 
-    def change_token(self) -> int | None:
-        """A number that stays the same while no OTHER connection commits (so rows this
-        connection read are still current, unless it changed them itself); None if the
-        backend has no cheap way to tell (then nothing may be cached across statements)."""
-        return None
+    def change_token(self) -> Hashable | None:
+        """A value that stays the same while no OTHER connection can commit (so rows this
+        connection read are still current, unless it changed them itself); None when
+        that cannot be told. Without a cheaper sign from the server it is the open write
+        transaction's serial: that transaction holds the write lock, so nobody else
+        commits until it ends (``_memory`` keeps what this connection knows under it)."""
+        serial = self.write_transaction
+        return None if serial is None else ("write", serial)
 
     def total_changes(self) -> int:
         """How many rows this connection has changed since it opened, not counting the
@@ -594,54 +601,6 @@ class SQLiteConnection(Connection):
     def contains_text(self, column: str, *, binary: bool = False) -> str:
         text = f"CAST({column} AS TEXT)" if binary else column
         return f"{text} LIKE ? ESCAPE '\\'"
-
-
-class TokenCache:
-    """Answers about the database, kept while no other connection commits (the change
-    token stays the same). This connection's own writes must keep them true (``put``)
-    or forget them (``clear``); a rollback forgets them. Where there is no token
-    (PostgreSQL) nothing is kept. Callers hold the connection's lock.
-
-    An answer is kept under the token seen before it was read (by ``get``, or by the
-    previous ``put``): outside a transaction another connection may commit between the
-    read and ``put``, and then the answer may be older than the token ``put`` sees, so
-    it is dropped instead."""
-
-    #: Forget everything rather than grow past this many answers.
-    limit = 10_000
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-        self._token: int | None = None
-        self._values: dict[Any, Any] = {}
-        conn.rolled_back.append(self.clear)
-
-    def _current(self) -> dict[Any, Any] | None:
-        token = self.conn.change_token()
-        if token is None:
-            return None
-        if token != self._token:
-            self._values, self._token = {}, token
-        return self._values
-
-    def get(self, key: Any) -> Any:
-        """The answer kept for ``key``, or None."""
-        values = self._current()
-        return None if values is None else values.get(key)
-
-    def put(self, key: Any, value: Any) -> None:
-        token = self.conn.change_token()
-        if token is None:
-            return
-        if token != self._token:  # someone committed since this answer may have been read
-            self._values, self._token = {}, token
-            return
-        if len(self._values) >= self.limit:
-            self._values.clear()
-        self._values[key] = value
-
-    def clear(self) -> None:
-        self._values, self._token = {}, None
 
 
 def _aborted() -> RewindError:

@@ -17,7 +17,8 @@ from typing import Any, Union
 
 from . import _commit_hash
 from ._arrays import SharedArrays
-from ._connection import Connection, TokenCache
+from ._connection import Connection
+from ._memory import UNKNOWN as UNKNOWN
 from ._values import validate
 from .errors import (
     BranchNotFound,
@@ -165,6 +166,9 @@ def branch_record(row: Any) -> BranchRecord:
     return BranchRecord(branch_id, name, parent_id, forked_at, created_at, deleted_at)
 
 
+#: Entries whose stored value is larger than this are not remembered (``read_entry``).
+_LARGEST_REMEMBERED = 256 * 1024
+
 #: A lineage walk this deep checks that it meets no branch twice (a parent cycle that
 #: another program wrote), and again at each doubling of its depth.
 _DEEP_LINEAGE = 64
@@ -296,30 +300,13 @@ class Engine:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
         self.arrays = SharedArrays(conn)
-        self._records: dict[int, BranchRecord] = {}
-        conn.rolled_back.append(self._records.clear)  # ids of rolled-back rows get reused
+        #: What is known of the database between statements (``_memory``: one rule). The
+        #: engine keeps there, by slot: ``branch`` (live branch records by name),
+        #: ``branch_id`` (records by id), ``clock`` (the newest version), ``entry`` (the
+        #: newest entry of a key on a branch, as ``read_entry`` finds it now, or None),
+        #: ``log_end`` (events.py: the newest event of a branch's log now, or None).
+        self.memory = conn.memory
         self._group: WriteContext | None = None
-        # What this connection read or wrote, kept while its change token (SQLite: PRAGMA
-        # data_version, which only another connection's commit changes) stays the same;
-        # forks, deletes, imports and rollbacks forget it (``forget_cached``), and the
-        # clock is also read again once this connection changed any row. PostgreSQL has
-        # no such token: nothing is kept (``_cache`` spares the clock even the check).
-        self._cache = conn.dialect == "sqlite"
-        #: Live branch records by name.
-        self._by_name = TokenCache(conn)
-        #: Branch id -> (sequence, hash) of the newest event this connection appended to
-        #: its log (``events.append_event``), kept while nobody else commits.
-        self.log_ends = TokenCache(conn)
-        #: (branch id, space, key) -> (kind, refs) of the key's newest entry on that
-        #: branch, which this connection wrote (``write_value``), kept while nobody else
-        #: commits: the next write of the key needs no read of it.
-        self._newest = TokenCache(conn)
-        self._clock: tuple[int, int, int] | None = None  # (token, total changes, clock)
-        # The newest version this connection allocated in its open write transaction
-        # (transaction serial, version): the clock until that transaction ends, since
-        # nobody else commits meanwhile. Saves reading the clock after each new version.
-        self._allocated: tuple[int, int] | None = None
-        conn.rolled_back.append(self.forget_cached)
         #: The commits the open write transaction allocated, to seal before it commits:
         #: (transaction serial, their write contexts in order of allocation).
         self._unsealed: tuple[int | None, list[WriteContext]] = (None, [])
@@ -337,21 +324,18 @@ class Engine:
         return None if row is None else int(row[0])
 
     def forget_cached(self) -> None:
-        """Forget the cached branch records and clock (this connection changed them)."""
-        self._by_name.clear()
-        self.log_ends.clear()
-        self._newest.clear()
-        self._clock = None
-        self._allocated = None
+        """Forget what is known (this connection changed branches or the clock in a way
+        no write path writes through: a fork, a delete, an import)."""
+        self.memory.clear()
 
     def branch(self, name: str) -> BranchRecord:
         """The live branch called ``name``; ``BranchNotFound`` if there is none."""
         check_name(name, "branch")
         with self.conn.lock:
-            record: BranchRecord | None = self._by_name.get(name)
-            if record is None:
+            record: BranchRecord = self.memory.get("branch", name)
+            if record is UNKNOWN:
                 record = self._branch_row(name)
-                self._by_name.put(name, record)
+                self.memory.put("branch", name, record)
             return record
 
     def _branch_row(self, name: str) -> BranchRecord:
@@ -381,13 +365,13 @@ class Engine:
                 f"branch {name!r} does not exist; see db.branches.list()", branch=name
             )
         record = branch_record(row)
-        self._records[record.id] = record
+        self.memory.put("branch_id", record.id, record)
         return record
 
     def branch_by_id(self, branch_id: int) -> BranchRecord:
         """A branch by id, deleted or not (name, parent and fork point never change)."""
-        record = self._records.get(branch_id)
-        if record is None:
+        record: BranchRecord = self.memory.get("branch_id", branch_id)
+        if record is UNKNOWN:
             row = self.conn.fetchone(
                 f"SELECT {self._BRANCH_COLUMNS} FROM rewind_branches WHERE id = ?",
                 (branch_id,),
@@ -399,7 +383,7 @@ class Engine:
                     code="corrupt.branches",
                 )
             record = branch_record(row)
-            self._records[branch_id] = record
+            self.memory.put("branch_id", branch_id, record)
         return record
 
     def _lineage_records(
@@ -453,20 +437,12 @@ class Engine:
         A database imported from part of another one starts its clock where the
         original's stood (``clock_floor``), so new versions never land in its past.
         """
-        if not self._cache:
-            return self._read_clock()
         with self.conn.lock:
-            allocated = self._allocated
-            if allocated is not None and allocated[0] == self.conn.write_transaction:
-                return allocated[1]
-            token = self.conn.change_token()
-            changes = self.conn.total_changes()
-            cached = self._clock
-            if cached is not None and cached[0] == token and cached[1] == changes:
-                return cached[2]
-            now = self._read_clock()
-            self._clock = (token, changes, now) if token is not None else None
-            return now
+            known: int = self.memory.get("clock")
+            if known is UNKNOWN:
+                known = self._read_clock()
+                self.memory.put("clock", None, known)
+            return known
 
     def _read_clock(self) -> int:
         rows = self.conn.fetchall(
@@ -586,8 +562,7 @@ class Engine:
         clock until the transaction ends, and it is sealed before it commits."""
         serial = self.conn.write_transaction
         assert context.version is not None
-        if serial is not None:
-            self._allocated = (serial, context.version)
+        self.memory.put("clock", None, context.version)
         owner, contexts = self._unsealed
         if owner != serial:  # the first of this transaction (an older list was rolled back)
             self._unsealed = owner, contexts = serial, []
@@ -662,10 +637,18 @@ class Engine:
         """The newest entry of ``key`` visible at (record, version), or None.
 
         One index seek per lineage step, sent as one statement; the branch's own rows are
-        newer than its ancestors', so the newest row found wins.
+        newer than its ancestors', so the newest row found wins. The newest entry now is
+        remembered (``entry``): it answers every version from its own on.
         """
+        slot = (record.id, space, key)
+        known = self.memory.get("entry", slot)
+        if known is not UNKNOWN and (known is None or known[3] <= version):
+            return known  # type: ignore[no-any-return]
+        newest = version >= self.clock()
         steps = self.row_lineage(record, version)
         if not steps:
+            if newest:
+                self.memory.put("entry", slot, None)
             return None
         seek = (
             f"SELECT * FROM (SELECT {self._ENTRY_COLUMNS}, branch_id FROM rewind_entries "
@@ -675,7 +658,18 @@ class Engine:
         sql = " UNION ALL ".join(seek.format(i) for i in range(len(steps)))
         params = [value for branch_id, cap in steps for value in (branch_id, space, key, cap)]
         rows = self.conn.fetchall(sql, params)
-        return max(rows, key=lambda row: row[3]) if rows else None
+        found = max(rows, key=lambda row: row[3]) if rows else None
+        if newest:
+            self._remember_entry(slot, found)
+        return found
+
+    def _remember_entry(self, slot: tuple[int, str, str], row: tuple[Any, ...] | None) -> None:
+        """Remember ``row`` as the newest entry of ``slot`` now (not a large value's)."""
+        size = 0 if row is None else len(row[1] or b"") + len(row[2] or b"")
+        if size > _LARGEST_REMEMBERED:
+            self.memory.forget("entry", slot)
+        else:
+            self.memory.put("entry", slot, row, size=size + 100)
 
     def decode(self, kind: int, body: bytes | None, refs: bytes | None) -> Any:
         if kind == KIND_DELETED:
@@ -706,9 +700,6 @@ class Engine:
     ) -> tuple[int, bytes | None] | None:
         """(kind, refs) of the newest entry of ``key`` visible on ``record`` now, or None:
         what this connection wrote last when nobody else has written since."""
-        known: tuple[int, bytes | None] | None = self._newest.get((record.id, space, key))
-        if known is not None:
-            return known
         row = self.read_entry(record, self.clock(), space, key)
         return None if row is None else (row[0], row[2])
 
@@ -773,7 +764,10 @@ class Engine:
                 (context.branch.id, space, key, version, kind, body, refs, context.entry_trigger),
             )
             context.written.add(slot)
-        self._newest.put((context.branch.id, space, key), (kind, refs))
+        self._remember_entry(
+            (context.branch.id, space, key),
+            (kind, body, refs, version, context.entry_trigger, context.branch.id),
+        )
         return version
 
     def write_values(
@@ -801,7 +795,10 @@ class Engine:
         if rows:
             self.conn.executemany(self._INSERT_ENTRY, rows)
             for row in rows:
-                self._newest.put((row[0], space, row[2]), (row[4], None))
+                branch_id, _, key, _, kind, body, refs, trigger = row
+                self._remember_entry(
+                    (branch_id, space, key), (kind, body, refs, version, trigger, branch_id)
+                )
         return version
 
     def put_value(

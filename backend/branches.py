@@ -98,7 +98,6 @@ class Branches:
                 "VALUES (?, ?, ?, ?)",
                 (name, record.id, version, created_at),
             )
-            engine.forget_cached()
             # The new branch has no rows of its own yet: it is what it inherited.
             last = last_event(engine, record, version)
             return Branch(
@@ -188,7 +187,8 @@ class Branches:
                 "UPDATE rewind_branches SET deleted_at = ? WHERE id = ?",
                 (now_micros(), record.id),
             )
-            engine.forget_cached()
+            engine.memory.forget("branch", name)
+            engine.memory.forget("branch_id", record.id)
 
     def merge(
         self,

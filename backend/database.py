@@ -287,7 +287,7 @@ class Database(_Primitives):
         with conn.lock:
             conn.check_open()
             token = conn.change_token()
-            if token is None:
+            if type(token) is not int:  # no sign from the server (PostgreSQL)
                 return None
             return token, conn.total_changes(), conn.rollbacks
 

@@ -16,7 +16,16 @@ from typing import Any, Literal
 
 from . import _commit_hash
 from ._damage import guarded
-from ._engine import AsOf, BranchRecord, Engine, WriteContext, check_count, check_name, check_text
+from ._engine import (
+    UNKNOWN,
+    AsOf,
+    BranchRecord,
+    Engine,
+    WriteContext,
+    check_count,
+    check_name,
+    check_text,
+)
 from ._values import dumps, loads, same, validate
 from .errors import AppendConflictError, CorruptDatabaseError, EventNotFound, InvalidInputError
 from .models import Event, EventItem, from_micros
@@ -96,16 +105,26 @@ def events_between(engine: Engine, branch_id: int, low: int, high: int) -> list[
 
 
 def last_event(engine: Engine, record: BranchRecord, version: int) -> tuple[int, str] | None:
-    """(sequence, hash) of the newest event visible at (record, version)."""
+    """(sequence, hash) of the newest event visible at (record, version). The newest now
+    is remembered (``log_end``: sequence, hash and version, or None for an empty log):
+    it answers every version from its own on."""
+    known = engine.memory.get("log_end", record.id)
+    if known is not UNKNOWN and (known is None or known[2] <= version):
+        return None if known is None else (known[0], known[1])
+    newest = version >= engine.clock()
+    found = None
     for branch_id, cap in engine.row_lineage(record, version):
         row = engine.conn.fetchone(
-            "SELECT sequence, hash FROM rewind_events WHERE branch_id = ? AND version <= ? "
-            "ORDER BY version DESC, sequence DESC LIMIT 1",
+            "SELECT sequence, hash, version FROM rewind_events "
+            "WHERE branch_id = ? AND version <= ? ORDER BY version DESC, sequence DESC LIMIT 1",
             (branch_id, cap),
         )
         if row is not None:
-            return int(row[0]), str(row[1])
-    return None
+            found = (int(row[0]), str(row[1]), int(row[2]))
+            break
+    if newest:
+        engine.memory.put("log_end", record.id, found)
+    return None if found is None else (found[0], found[1])
 
 
 def append_event(
@@ -121,11 +140,7 @@ def append_event(
     ``origin``: (branch id, sequence) of the event this one copies (merges carry events).
     """
     record, commit_version, ts = write.branch, write.commit(), write.ts
-    last = (
-        write.log_head
-        or engine.log_ends.get(record.id)
-        or last_event(engine, record, commit_version)
-    )
+    last = write.log_head or last_event(engine, record, commit_version)
     sequence = last[0] + 1 if last else 0
     digest = event_hash(
         last[1] if last else "", sequence, event_type, commit_version, payload_bytes
@@ -147,7 +162,7 @@ def append_event(
     write.event_parts.append(
         _commit_hash.event_part(sequence, digest, ts, *(origin or (None, None)))
     )
-    engine.log_ends.put(record.id, (sequence, digest))
+    engine.memory.put("log_end", record.id, (sequence, digest, commit_version))
     return sequence, digest
 
 

@@ -21,16 +21,13 @@ from typing import Any
 import rewinddb
 
 from . import _names
-from ._memo import MISSING, Memo
 
 
 class Index:
-    """Read and write the index branch of one database (records the saver wrote last
-    are answered from ``memo`` while nothing else has written)."""
+    """Read and write the index branch of one database."""
 
-    def __init__(self, db: rewinddb.Database, memo: Memo) -> None:
+    def __init__(self, db: rewinddb.Database) -> None:
         self.db = db
-        self.memo = memo
         if not db.branches.exists(_names.INDEX_BRANCH):
             with db.atomic():  # several processes may open the first saver at once
                 if not db.branches.exists(_names.INDEX_BRANCH):
@@ -39,11 +36,7 @@ class Index:
 
     def get(self, key: str) -> Any:
         """The record at ``key`` (None if there is none); do not change it in place."""
-        value = self.memo.get(("index", key))
-        if value is MISSING:
-            value = self.view.kv.get(key)
-            self.memo.put(("index", key), value)
-        return value
+        return self.view.kv.get(key)
 
     def keys(self, prefix: str) -> list[str]:
         return list(self.view.kv.keys(prefix))
@@ -67,7 +60,3 @@ class Index:
                     self.view.kv.put_many(puts)
                 for key in deletes:
                     self.view.kv.delete(key)
-        for key, value in puts.items():
-            self.memo.put(("index", key), value)
-        for key in deletes:
-            self.memo.put(("index", key), None)

@@ -30,7 +30,6 @@ import rewinddb
 from . import _names
 from ._codec import Decoder, Encoder, dump_typed, load_typed
 from ._index import Index
-from ._memo import MISSING, Memo
 
 
 def _target(config: RunnableConfig | None, what: str) -> tuple[str, str, str | None]:
@@ -161,8 +160,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
     def __init__(self, db: rewinddb.Database, *, serde: SerializerProtocol | None = None):
         super().__init__(serde=serde or JsonPlusSerializer())
         self.db = db
-        self.memo = Memo(db)
-        self.index = Index(db, self.memo)
+        self.index = Index(db)
         self.lock = threading.RLock()
         self._early_writes: dict[tuple[str, str, str], list[tuple[list, str, str]]] = {}
 
@@ -192,12 +190,8 @@ class RewindSaver(BaseCheckpointSaver[str]):
 
     def _head_id(self, branch: str) -> str | None:
         """The newest checkpoint id written on (or inherited by) ``branch``."""
-        head: str | None = self.memo.get(("head", branch))
-        if head is MISSING:
-            record = self.db.at(branch).kv.get(_names.CHECKPOINT_KEY)
-            head = record["id"] if record else None
-            self.memo.put(("head", branch), head)
-        return head
+        record = self.db.at(branch).kv.get(_names.CHECKPOINT_KEY)
+        return record["id"] if record else None
 
     def _write_payloads(
         self, entry: dict, checkpoint_id: str, listing: _Listing | None = None
@@ -230,23 +224,20 @@ class RewindSaver(BaseCheckpointSaver[str]):
             entry = self.index.get(_names.checkpoint_key(thread_id, checkpoint_ns, checkpoint_id))
             if entry is None:
                 return None
-            # The checkpoint record and every channel, in one read of the branch's keys
-            # (none when it is the checkpoint this saver just wrote there).
-            known = self.memo.get(("keys", entry["read"]))
-            if known is not MISSING and known[0] == entry["version"]:
-                stored_keys = known[1]
-            else:
-                view = listing.view(entry["read"]) if listing else self.db.at(entry["read"])
-                stored_keys = view.kv.items(as_of=entry["version"])
-            if self.memo.get(("writes", entry["branch"], checkpoint_id)) == frozenset():
-                writes = []  # it has no pending writes
-            else:
-                writes = self._write_payloads(entry, checkpoint_id, listing)
-        stored = stored_keys[_names.CHECKPOINT_KEY]
-        checkpoint: Checkpoint = load_typed(self.serde, stored["checkpoint"])
+            view = listing.view(entry["read"]) if listing else self.db.at(entry["read"])
+            at = entry["version"]
+            stored = view.kv.get(_names.CHECKPOINT_KEY, as_of=at)
+            checkpoint: Checkpoint = load_typed(self.serde, stored["checkpoint"])
+            # Each channel by its key: the newest of a key is known to the connection
+            # (``rewinddb``'s memory), so the checkpoint just written reads no row.
+            blobs = {
+                channel: view.kv.get(_names.channel_key(channel), as_of=at)
+                for channel in checkpoint["channel_versions"]
+            }
+            writes = self._write_payloads(entry, checkpoint_id, listing)
         values: dict[str, Any] = {}
         for channel, version in checkpoint["channel_versions"].items():
-            blob = stored_keys.get(_names.channel_key(channel))
+            blob = blobs[channel]
             if blob is not None and blob["version"] == version:
                 values[channel] = self._decoder.channel(blob)
         parent = entry["parent"]
@@ -263,7 +254,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint the config names, or the thread's newest (on any branch)."""
         thread_id, checkpoint_ns, checkpoint_id = _target(config, "get_tuple")
-        with self.db.read(), self.memo.reading():
+        with self.db.read():
             if checkpoint_id is None:
                 namespace = self.index.get(_names.namespace_key(thread_id, checkpoint_ns))
                 if not namespace or not namespace.get("head"):
@@ -313,21 +304,9 @@ class RewindSaver(BaseCheckpointSaver[str]):
         """One saver write: its checkpoint, events, forks and index entries commit
         together or not at all (``db.atomic()``), so a crash, or another process using
         the same database, never sees a checkpoint without its index entry. (No
-        savepoints: the saver never goes on after a failed write, it lets it raise.)
-        What it wrote is remembered (``_memo``) once it has committed."""
-        with self.lock:
-            if self.memo.writing():  # inside another of the saver's writes: part of it
-                yield
-                return
-            try:
-                with self.db.atomic(savepoints=False):
-                    self.memo.begin()
-                    yield
-                    ended = self.memo.end()
-            except BaseException:
-                self.memo.forget()
-                raise
-            self.memo.keep(ended)
+        savepoints: the saver never goes on after a failed write, it lets it raise.)"""
+        with self.lock, self.db.atomic(savepoints=False):
+            yield
 
     def _free_name(self, name: str) -> str:
         candidate, n = name, 1
@@ -394,9 +373,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
             if placement.fork_versions is not None:
                 new_versions = _versions_on_fork(checkpoint, placement.fork_versions, new_versions)
             view = self.db.at(branch)
-            events = self.memo.get(("events", branch))
-            if events is MISSING:
-                events = view.events.length()
+            events = view.events.length()
             puts: dict[str, Any] = {
                 _names.CHECKPOINT_KEY: {
                     "id": checkpoint_id,
@@ -419,7 +396,6 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 version = view.kv.put_many(puts)
                 for key in gone:
                     view.kv.delete(key)
-            self._remember_keys(branch, version, puts, gone)
             entry = {
                 "branch": branch,
                 "read": branch,
@@ -431,32 +407,11 @@ class RewindSaver(BaseCheckpointSaver[str]):
             self._index_checkpoint(
                 thread_id, checkpoint_ns, checkpoint_id, index_puts, entry, namespace
             )
-            self.memo.put(("head", branch), checkpoint_id)
-            self.memo.put(("events", branch), events)
-            self.memo.put(("writes", branch, checkpoint_id), frozenset())
             early_key = (thread_id, checkpoint_ns, checkpoint_id)
             for writes, task_id, task_path in self._early_writes.get(early_key, ()):
                 self._append_writes(entry, checkpoint_id, writes, task_id, task_path)
             self._early_writes.pop(early_key, None)  # kept if anything above failed
         return _config(thread_id, checkpoint_ns, checkpoint_id)
-
-    def _remember_keys(
-        self, branch: str, version: int, puts: dict[str, Any], gone: builtins.list[str]
-    ) -> None:
-        """Remember the keys ``branch`` holds at ``version`` (just written), as stored, so
-        loading that checkpoint reads none of them. They are read once when not known, and
-        only while the saver is the only writer (else every put would read them in vain:
-        on PostgreSQL, or with other processes writing in between)."""
-        known = self.memo.get(("keys", branch))
-        if known is MISSING:
-            if not self.memo.trusted():
-                return
-            keys = self.db.at(branch).kv.items()
-        else:
-            keys = {**known[1], **puts}
-            for key in gone:
-                keys.pop(key, None)
-        self.memo.put(("keys", branch), (version, keys))
 
     def _index_checkpoint(
         self,
@@ -510,16 +465,12 @@ class RewindSaver(BaseCheckpointSaver[str]):
         task_path: str,
     ) -> None:
         existing = self._write_keys(entry, checkpoint_id)
-        added: set[tuple[str, int]] = set()
-        appended = 0
         view = self.db.at(entry["branch"])
         with view.transaction(trigger="langgraph.writes", message=task_id):
             for position, (channel, value) in enumerate(writes):
                 idx = WRITES_IDX_MAP.get(channel, position)
                 if idx >= 0 and (task_id, idx) in existing:
                     continue
-                added.add((task_id, idx))
-                appended += 1
                 view.events.append(
                     _names.WRITE_EVENT,
                     {
@@ -531,27 +482,18 @@ class RewindSaver(BaseCheckpointSaver[str]):
                         "value": dump_typed(self.serde, value),
                     },
                 )
-        self.memo.put(("writes", entry["branch"], checkpoint_id), existing | added)
-        events = self.memo.get(("events", entry["branch"]))
-        if events is not MISSING:
-            self.memo.put(("events", entry["branch"]), events + appended)
 
     def _write_keys(self, entry: dict, checkpoint_id: str) -> frozenset[tuple[str, int]]:
         """``(task_id, idx)`` of the writes recorded for a checkpoint."""
-        key = ("writes", entry["branch"], checkpoint_id)
-        known: frozenset[tuple[str, int]] = self.memo.get(key)
-        if known is MISSING:
-            events = self.db.at(entry["branch"]).events.list(
-                event_type=_names.WRITE_EVENT,
-                after=entry["events"] - 1 if entry["events"] else None,
-            )
-            known = frozenset(
-                (item.event.payload["task_id"], item.event.payload["idx"])
-                for item in events
-                if item.event.payload["checkpoint_id"] == checkpoint_id
-            )
-            self.memo.put(key, known)
-        return known
+        events = self.db.at(entry["branch"]).events.list(
+            event_type=_names.WRITE_EVENT,
+            after=entry["events"] - 1 if entry["events"] else None,
+        )
+        return frozenset(
+            (item.event.payload["task_id"], item.event.payload["idx"])
+            for item in events
+            if item.event.payload["checkpoint_id"] == checkpoint_id
+        )
 
     # Deleting and copying ------------------------------------------------------------
 
@@ -577,7 +519,6 @@ class RewindSaver(BaseCheckpointSaver[str]):
         """Forget a thread and delete its branches (unless a copy still reads them)."""
         thread_id = str(thread_id)
         with self._writing():
-            self.memo.forget()  # it changes what other writes read: nothing is kept
             escaped = _names.escape(thread_id)
             owned = self.index.keys(f"own/{escaped}/")
             deletes = self._forget(thread_id, self.index.records(thread_id))
@@ -589,7 +530,6 @@ class RewindSaver(BaseCheckpointSaver[str]):
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Forget every checkpoint (and its writes) made by one of ``run_ids``."""
         with self._writing():
-            self.memo.forget()  # it changes what other writes read: nothing is kept
             for run_id in run_ids:
                 keys = self.index.keys(f"run/{_names.escape(str(run_id))}/")
                 touched: set[tuple[str, str]] = set()
@@ -625,7 +565,6 @@ class RewindSaver(BaseCheckpointSaver[str]):
 
     def _keep_latest(self, thread_id: str) -> None:
         with self._writing():
-            self.memo.forget()  # it changes what other writes read: nothing is kept
             escaped = _names.escape(thread_id)
             heads = {
                 (thread_id, _names.unescape(k.split("/", 2)[2])): (self.index.get(k) or {}).get(
@@ -651,7 +590,6 @@ class RewindSaver(BaseCheckpointSaver[str]):
         """Copy a thread: one O(1) fork per branch; the copy reads the source's history."""
         source, target = str(source_thread_id), str(target_thread_id)
         with self._writing():
-            self.memo.forget()  # it changes what other writes read: nothing is kept
             src, dst = _names.escape(source), _names.escape(target)
             forks: dict[str, str] = {}
             puts: dict[str, Any] = {}

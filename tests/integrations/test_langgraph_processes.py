@@ -88,10 +88,10 @@ def test_processes_run_graphs_on_one_database(tmp_path: Path) -> None:
 def test_a_saver_sees_what_another_wrote_since_its_own_last_write(
     tmp_path: Path, other_connection: bool
 ) -> None:
-    """The saver answers a put's reads from memory of its own last write (``_memo``) only
-    while nothing else wrote: here a second saver (on another connection, or on the same
-    database object) continues the thread in between, and the first must continue from
-    the second's checkpoint, not fork from its own."""
+    """The connection answers a put's reads from what it wrote itself only while nothing
+    else wrote: here a second saver (on another connection, or on the same database
+    object) continues the thread in between, and the first must continue from the
+    second's checkpoint, not fork from its own."""
     with rewinddb.open(tmp_path / "agents") as db:
         first = RewindSaver(db)
         other_db = rewinddb.open(tmp_path / "agents") if other_connection else db
@@ -214,44 +214,3 @@ def test_loading_the_checkpoint_just_written_from_memory(tmp_path: Path) -> None
             "b",
             "reply 3",
         ]
-
-
-def test_the_saver_remembers_whole_channel_values_for_a_few_threads_only(
-    saver: RewindSaver,
-) -> None:
-    """What the saver keeps of each branch's keys (to load the checkpoint it just wrote)
-    is bounded by a number of branches, however many threads it serves."""
-    saver.memo.big_limit = 5
-    graph = chat_graph(saver)
-    for number in range(12):
-        graph.invoke({"log": [f"t{number}"]}, thread(f"t{number}"), durability="sync")
-        kept = [key for key in saver.memo._values if key[0] == "keys"]
-        assert len(kept) <= 5 and saver.memo._big == len(kept)
-    for number in range(12):  # every thread still loads right, remembered or read
-        assert graph.get_state(thread(f"t{number}")).values["log"] == [f"t{number}", "reply 1"]
-
-
-def test_a_put_after_another_writer_reads_no_keys_in_vain(tmp_path: Path) -> None:
-    """The saver reads a branch's keys to remember them only while it is the only writer:
-    the first put after another connection wrote reads none (the next ones may: by then
-    the saver is the only writer again)."""
-    with rewinddb.open(tmp_path / "agents") as db, rewinddb.open(tmp_path / "agents") as other:
-        saver = RewindSaver(db)
-        mine, theirs = chat_graph(saver), chat_graph(RewindSaver(other))
-        mine.invoke({"log": ["a"]}, thread("t"), durability="sync")
-        theirs.invoke({"log": ["b"]}, thread("t"), durability="sync")
-        statements: list[str] = []
-        first_put = saver.put
-
-        def traced(*args: Any, **kwargs: Any) -> Any:
-            db._engine.conn._raw.set_trace_callback(statements.append)
-            try:
-                return first_put(*args, **kwargs)
-            finally:
-                db._engine.conn._raw.set_trace_callback(None)
-                saver.put = first_put  # type: ignore[method-assign]
-
-        saver.put = traced  # type: ignore[method-assign]
-        mine.invoke({"log": ["c"]}, thread("t"), durability="sync")
-        assert statements and not [s for s in statements if s.startswith("WITH RECURSIVE")]
-        assert mine.get_state(thread("t")).values["log"][-2:] == ["c", "reply 5"]

@@ -1,0 +1,95 @@
+"""What one connection remembers of its database between statements, under one rule.
+
+The rule: an answer is true while the connection's change token is what it was when the
+answer was stored. The token (``Connection.change_token``) stays the same while no other
+connection can have committed: SQLite's ``PRAGMA data_version``, read once per
+transaction; on a backend without one, the serial of this connection's write transaction
+while it holds the write lock, and nothing outside one. So:
+
+- another connection's commit (another process, another ``open()``) drops everything;
+- this connection's own writes keep true what they change by writing it through
+  (``put``) in their transaction, or by dropping it (``forget``, ``clear``);
+- a rollback drops everything (its rows' ids are reused by later writes);
+- an answer read outside a transaction is stored only if the token did not move since
+  the ``get`` that missed it (another connection may have committed in between).
+
+Everything the engine keeps (branch records, the clock, the newest entry of keys, the
+end of event logs, the arrays it wrote) lives here, each under a named slot, so that
+there is one place to look at and one rule to test (``tests/backend/test_memory.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._connection import Connection
+
+#: What :meth:`Memory.get` returns for an answer it does not hold.
+UNKNOWN: Any = type("Unknown", (), {"__repr__": lambda self: "UNKNOWN", "__slots__": ()})()
+
+
+class Memory:
+    """Answers by (slot, key), valid while the change token is unchanged.
+
+    Bounded: past ``limit`` answers or ``byte_limit`` bytes (as the callers count them)
+    it forgets everything and starts again, rather than grow with the database.
+    """
+
+    limit = 100_000
+    byte_limit = 64 * 1024 * 1024
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._token: Hashable | None = None
+        self._answers: dict[tuple[str, Hashable], tuple[Any, int]] = {}  # (value, size)
+        self._bytes = 0
+        conn.rolled_back.append(self.clear)
+
+    def _valid(self) -> bool:
+        """Whether the answers held are current (dropping them if not)."""
+        token = self._conn.change_token()
+        if token is None:
+            if self._answers:
+                self.clear()
+            return False
+        if token != self._token:
+            self._answers, self._bytes, self._token = {}, 0, token
+        return True
+
+    def get(self, slot: str, key: Hashable = None) -> Any:
+        """The answer held for ``key`` in ``slot``, or ``UNKNOWN``."""
+        if not self._valid():
+            return UNKNOWN
+        held = self._answers.get((slot, key))
+        return UNKNOWN if held is None else held[0]
+
+    def put(self, slot: str, key: Hashable, value: Any, *, size: int = 0) -> None:
+        """Hold ``value`` as the answer for ``key`` in ``slot`` (``size``: its bytes)."""
+        token = self._conn.change_token()
+        if token is None:
+            return
+        if token != self._token:  # someone committed since this answer may have been read
+            self._answers, self._bytes, self._token = {}, 0, token
+            return
+        old = self._answers.pop((slot, key), None)
+        if old is not None:
+            self._bytes -= old[1]
+        if len(self._answers) >= self.limit or self._bytes + size > self.byte_limit:
+            self._answers, self._bytes = {}, 0
+        self._answers[(slot, key)] = (value, size)
+        self._bytes += size
+
+    def forget(self, slot: str, key: Hashable = None) -> None:
+        """Drop one answer (what this connection is about to change, or just changed)."""
+        old = self._answers.pop((slot, key), None)
+        if old is not None:
+            self._bytes -= old[1]
+
+    def clear(self) -> None:
+        """Drop every answer (a rollback, or a change too wide to write through)."""
+        self._answers, self._bytes, self._token = {}, 0, None
+
+    def __len__(self) -> int:
+        return len(self._answers)
