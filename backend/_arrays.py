@@ -7,6 +7,12 @@ top of a value, or under object keys) is stored as a *shared array*: rows of ite
 starts with the previous version's items only appends the new items; a version that is
 a prefix of the previous one (the list shrank from the end) stores nothing at all.
 
+A large object with many members (a dict of notes, of records by id, rewritten whole
+each turn with one more member) is stored the same way, as a shared array of its
+``[key, value]`` pairs in order: a version that added members appends just their pairs.
+The value's skeleton holds ``{}`` where a shared object goes and ``null`` where a shared
+array goes.
+
 Each item row carries a hash of the array's prefix up to and including it, so "does the
 new list start with the old one?" is one index seek and one hash comparison, not a read
 of the old list. Reading any version reads exactly its own items: as fast as the latest.
@@ -38,12 +44,18 @@ MIN_SPLIT_BYTES = 2048
 #: Arrays whose encoding is longer than an eighth of this are not remembered.
 KNOWN_BYTES = 64 * 1024 * 1024
 
+#: Objects with at least this many members, none of them a list, may be stored as shared
+#: objects (smaller ones are records, whose lists are shared instead).
+MIN_SHARED_MEMBERS = 16
+
 #: Items of these types are immutable: an array of them is remembered as written, too.
 _SCALARS = frozenset((str, int, float, bool, type(None)))
 
 Path = tuple[str, ...]
 Ref = tuple[Path, int, int]  # (object path, array id, length)
 Shared = tuple[Path, list[Any], bytes]  # (object path, items, their encoding as an array)
+#: What a value's skeleton holds where a shared object's members go.
+OBJECT_PLACE: dict[str, Any] = {}
 
 
 def prefix_hash(previous: bytes, item: bytes) -> bytes:
@@ -60,12 +72,25 @@ def _prefix_hashes(items: list[bytes], previous: bytes = b"") -> list[bytes]:
 
 
 def _find_arrays(value: Any, path: Path, found: list[tuple[Path, list[Any]]]) -> None:
+    """The lists of ``value`` (through objects), and its objects of many members as lists
+    of their ``[key, value]`` pairs."""
     if isinstance(value, (list, tuple)):
         found.append((path, list(value)))
     elif isinstance(value, dict):
+        if len(value) >= MIN_SHARED_MEMBERS and not any(
+            isinstance(sub, (list, tuple)) for sub in value.values()
+        ):
+            found.append((path, [[key, sub] for key, sub in value.items()]))
+            return
         for key, sub in value.items():
             if isinstance(sub, (list, tuple, dict)):
                 _find_arrays(sub, (*path, key), found)
+
+
+def _at(value: Any, path: Path) -> Any:
+    for key in path:
+        value = value[key]
+    return value
 
 
 def _replace(value: Any, path: Path, replacement: Any) -> Any:
@@ -148,7 +173,8 @@ class SharedArrays:
             else:
                 seq, length = stored
             refs.append((path, seq, length))
-            skeleton = _replace(skeleton, path, None)
+            place = OBJECT_PLACE if isinstance(_at(value, path), dict) else None
+            skeleton = _replace(skeleton, path, place)
         return dumps(skeleton), dumps([[list(p), s, n] for p, s, n in refs])
 
     def _store_grown(
@@ -271,7 +297,10 @@ class SharedArrays:
         if refs is None:
             return value
         for path, seq, length in loads(refs):
-            value = _replace(value, tuple(path), self._read(seq, length))
+            items = self._read(seq, length)
+            if _at(value, path) is not None:  # a shared object: its members' pairs
+                items = dict(items)  # type: ignore[assignment]
+            value = _replace(value, tuple(path), items)
         return value
 
     def _read(self, seq: int, length: int) -> list[Any]:

@@ -76,6 +76,12 @@ def _to_schema_6(conn: Connection) -> None:
     conn.install_routines()
 
 
+def _to_schema_7(conn: Connection) -> None:
+    """A stored value may hold shared objects (``_arrays``: an object of many members
+    stored as its pairs, ``{}`` in the skeleton). Older values read as they are: nothing
+    to change; the version keeps an older rewinddb from misreading newer values."""
+
+
 #: schema version N -> the migration from N-1 to N. Schema 1 is the first released one.
 MIGRATIONS: dict[int, Migration] = {
     2: _to_schema_2,
@@ -83,14 +89,16 @@ MIGRATIONS: dict[int, Migration] = {
     4: _install_routines,
     5: _install_routines,
     6: _to_schema_6,
+    7: _to_schema_7,
 }
 
 
 #: Migrations that change nothing readers use: a database opened read-only may be behind
 #: by these and is read as it is. On SQLite schemas 2 to 5 change nothing at all; schema 5
 #: only made PostgreSQL's routines cheaper (the previous read routine reads the same);
-#: schema 6's hashes are read only by ``verify()``, which asks for the migration.
-_WRITERS_ONLY = {"sqlite": {2, 3, 4, 5, 6}, "postgresql": {5, 6}}
+#: schema 6's hashes are read only by ``verify()``, which asks for the migration; schema 7
+#: only lets newer values be written.
+_WRITERS_ONLY = {"sqlite": {2, 3, 4, 5, 6, 7}, "postgresql": {5, 6, 7}}
 
 
 def stored_version(conn: Connection) -> int:

@@ -539,7 +539,7 @@ class _Importer:
             if not isinstance(member, str) or not isinstance(node, dict) or member not in node:
                 raise self.fail(f"array path {path!r} does not lead into the value")
             node = node[member]
-        if node is not None:
+        if node is not None and node != {}:  # an array's place, or a shared object's
             raise self.fail(f"array path {path!r} does not end at a placeholder")
         array = self._array(old)
         length = self.integer({"length": ref[2]}, "length")

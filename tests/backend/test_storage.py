@@ -239,3 +239,64 @@ def test_a_list_grown_on_another_branch_by_another_connection(db: rewinddb.Datab
     assert db.at("other").json.get("chat") == [*base, _item(100)]
     with rewinddb.open(db.path) as other:
         assert other.json.get("chat") == [*base, _item(200)]
+
+
+def _note(i: int) -> str:
+    return f"note {i}: " + "y" * 200
+
+
+def _bytes_of(db: rewinddb.Database) -> int:
+    conn = db._engine.conn
+    entries = conn.fetchone(
+        "SELECT sum(length(body)) + sum(coalesce(length(refs), 0)) FROM rewind_entries"
+    )
+    items = conn.fetchone("SELECT coalesce(sum(length(item)), 0) FROM rewind_seq_items")
+    return int(entries[0]) + int(items[0])
+
+
+def test_an_object_of_many_members_rewritten_whole_stores_only_what_it_added(
+    db: rewinddb.Database,
+) -> None:
+    """A dict of notes rewritten whole each time with one more note is stored as its
+    members' pairs, shared: the store grows by about one note a version, and every
+    version reads back whole."""
+    notes: dict[str, str] = {}
+    versions = []
+    for i in range(60):
+        notes = {**notes, f"n{i}": _note(i)}
+        versions.append(db.kv.put("state", {"notes": notes, "turn": i}))
+    # Whole, the 60 versions would hold 60 * 61 / 2 notes; the first 15 are small.
+    assert _bytes_of(db) < 60 * len(_note(0)) * 5
+    for i, version in enumerate(versions):
+        read = db.kv.get("state", as_of=version)
+        assert read == {"notes": {f"n{j}": _note(j) for j in range(i + 1)}, "turn": i}
+    changed = {**notes, "n3": "edited"}  # a member changed in the middle
+    del changed["n10"]
+    db.kv.put("state", {"notes": changed, "turn": 99})
+    assert db.kv.get("state") == {"notes": changed, "turn": 99}
+    assert db.kv.get("state", as_of=versions[-1])["notes"] == notes
+    with rewinddb.open(db.path) if not _on_postgresql(db) else contextlib.nullcontext(db) as other:
+        assert other.kv.get("state", as_of=versions[30]) == db.kv.get("state", as_of=versions[30])
+
+
+def test_an_object_shared_or_not_by_its_shape(db: rewinddb.Database) -> None:
+    """Objects with few members stay whole (their lists are shared instead); an object
+    whose members hold lists is walked into; an empty object and a list of pairs are
+    told apart from a shared object."""
+    record = {"messages": [_item(i) for i in range(30)], "n": 1}
+    many_with_lists = {f"k{i}": [i, i + 1] for i in range(20)} | {
+        "big": [_note(i) for i in range(20)]
+    }
+    pairs = [[f"n{i}", _note(i)] for i in range(20)]
+    value = {
+        "record": record,
+        "lists": many_with_lists,
+        "pairs": pairs,
+        "notes": {f"n{i}": _note(i) for i in range(20)},
+        "empty": {},
+    }
+    db.kv.put("v", value)
+    assert db.kv.get("v") == value
+    db.kv.put("v", {**value, "notes": {**value["notes"], "more": "x"}})
+    assert db.kv.get("v")["notes"]["more"] == "x"
+    assert db.kv.get("v")["pairs"] == pairs and db.kv.get("v")["empty"] == {}
