@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Union
+from typing import Any, NamedTuple, Union
 
 from . import _commit_hash
 from ._arrays import SharedArrays
@@ -196,6 +196,17 @@ NEXT_COMMIT = (
 _ROUTINE_CALLS: dict[str, str] = {}
 
 
+class EntryRow(NamedTuple):
+    """One row of ``rewind_entries`` as the engine reads it."""
+
+    kind: int
+    body: bytes | None
+    refs: bytes | None
+    version: int
+    trigger: str | None
+    branch_id: int
+
+
 @dataclass
 class WriteContext:
     """The commit being written: its version is allocated at the first write."""
@@ -263,35 +274,45 @@ class WriteContext:
                 (branch_id, version, self.version),
             )
 
-    def saved(self) -> tuple[Any, ...]:
-        return (
-            self.version,
-            self.ts,
-            set(self.written),
-            self.merge_from,
-            self.trigger,
-            self.log_head,
-            self.previous_hash,
-            dict(self.entry_parts),
-            len(self.event_parts),
-            self.entry_trigger,
+    def saved(self) -> SavedContext:
+        """What a write inside this commit may change, to restore if it rolls back."""
+        return SavedContext(
+            version=self.version,
+            ts=self.ts,
+            written=set(self.written),
+            merge_from=self.merge_from,
+            trigger=self.trigger,
+            log_head=self.log_head,
+            previous_hash=self.previous_hash,
+            entry_parts=dict(self.entry_parts),
+            events=len(self.event_parts),
+            entry_trigger=self.entry_trigger,
         )
 
-    def restore(self, saved: tuple[Any, ...]) -> None:
+    def restore(self, saved: SavedContext) -> None:
         """Forget what a rolled-back write did to this context (its rows are gone)."""
-        (
-            self.version,
-            self.ts,
-            self.written,
-            self.merge_from,
-            self.trigger,
-            self.log_head,
-            self.previous_hash,
-            self.entry_parts,
-            events,
-            self.entry_trigger,
-        ) = saved
-        del self.event_parts[events:]
+        self.version, self.ts = saved.version, saved.ts
+        self.written, self.merge_from = saved.written, saved.merge_from
+        self.trigger, self.log_head = saved.trigger, saved.log_head
+        self.previous_hash, self.entry_parts = saved.previous_hash, saved.entry_parts
+        self.entry_trigger = saved.entry_trigger
+        del self.event_parts[saved.events :]
+
+
+@dataclass(frozen=True)
+class SavedContext:
+    """A :class:`WriteContext` as it was before one write of its commit (a savepoint)."""
+
+    version: int | None
+    ts: int
+    written: set[tuple[str, str]]
+    merge_from: tuple[int, int] | None
+    trigger: str | None
+    log_head: tuple[int, str] | None
+    previous_hash: str | None
+    entry_parts: dict[tuple[str, str], bytes]
+    events: int
+    entry_trigger: str | None
 
 
 class Engine:
@@ -537,7 +558,7 @@ class Engine:
             except BaseException:
                 group.restore(saved)  # the savepoint rolled its rows back
                 raise
-            group.entry_trigger = saved[-1]
+            group.entry_trigger = saved.entry_trigger
 
     @contextmanager
     def atomic(self, *, savepoints: bool = True) -> Iterator[None]:
@@ -633,7 +654,7 @@ class Engine:
 
     def read_entry(
         self, record: BranchRecord, version: int, space: str, key: str
-    ) -> tuple[Any, ...] | None:
+    ) -> EntryRow | None:
         """The newest entry of ``key`` visible at (record, version), or None.
 
         One index seek per lineage step, sent as one statement; the branch's own rows are
@@ -642,7 +663,7 @@ class Engine:
         """
         slot = (record.id, space, key)
         known = self.memory.get("entry", slot)
-        if known is not UNKNOWN and (known is None or known[3] <= version):
+        if known is not UNKNOWN and (known is None or known.version <= version):
             return known  # type: ignore[no-any-return]
         newest = version >= self.clock()
         steps = self.row_lineage(record, version)
@@ -658,14 +679,14 @@ class Engine:
         sql = " UNION ALL ".join(seek.format(i) for i in range(len(steps)))
         params = [value for branch_id, cap in steps for value in (branch_id, space, key, cap)]
         rows = self.conn.fetchall(sql, params)
-        found = max(rows, key=lambda row: row[3]) if rows else None
+        found = EntryRow(*max(rows, key=lambda row: row[3])) if rows else None
         if newest:
             self._remember_entry(slot, found)
         return found
 
-    def _remember_entry(self, slot: tuple[int, str, str], row: tuple[Any, ...] | None) -> None:
+    def _remember_entry(self, slot: tuple[int, str, str], row: EntryRow | None) -> None:
         """Remember ``row`` as the newest entry of ``slot`` now (not a large value's)."""
-        size = 0 if row is None else len(row[1] or b"") + len(row[2] or b"")
+        size = 0 if row is None else len(row.body or b"") + len(row.refs or b"")
         if size > _LARGEST_REMEMBERED:
             self.memory.forget("entry", slot)
         else:
@@ -701,7 +722,7 @@ class Engine:
         """(kind, refs) of the newest entry of ``key`` visible on ``record`` now, or None:
         what this connection wrote last when nobody else has written since."""
         row = self.read_entry(record, self.clock(), space, key)
-        return None if row is None else (row[0], row[2])
+        return None if row is None else (row.kind, row.refs)
 
     def exists_now(self, record: BranchRecord, space: str, key: str) -> bool:
         """Whether ``key`` holds a value on ``record`` now (it is not absent or deleted)."""
@@ -713,7 +734,7 @@ class Engine:
         row = self.read_entry(record, version, space, key)
         if row is None:
             return MISSING
-        return self.decode(row[0], row[1], row[2])
+        return self.decode(row.kind, row.body, row.refs)
 
     def encode(self, value: Any, *, validated: bool = False) -> Encoded:
         """How ``value`` (or ``MISSING``, a deletion) is stored: (kind, body, shared). With
@@ -766,7 +787,7 @@ class Engine:
             context.written.add(slot)
         self._remember_entry(
             (context.branch.id, space, key),
-            (kind, body, refs, version, context.entry_trigger, context.branch.id),
+            EntryRow(kind, body, refs, version, context.entry_trigger, context.branch.id),
         )
         return version
 
@@ -797,7 +818,7 @@ class Engine:
             for row in rows:
                 branch_id, _, key, _, kind, body, refs, trigger = row
                 self._remember_entry(
-                    (branch_id, space, key), (kind, body, refs, version, trigger, branch_id)
+                    (branch_id, space, key), EntryRow(kind, body, refs, version, trigger, branch_id)
                 )
         return version
 
