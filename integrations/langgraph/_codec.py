@@ -182,10 +182,15 @@ class Encoder:
             self._remembered.put(key, stored, len(key[2]) + len(stored))
         return stored
 
-    def channel(self, value: Any, version: str | int | float) -> dict:
-        """A channel value at one channel version, lists item by item."""
+    def channel(self, value: Any, version: str | int | float | None) -> dict:
+        """A channel value at one channel version, lists item by item and plain dicts
+        as their ``[key, member]`` pairs in order (so the store shares what consecutive
+        versions have in common: a list that grew, a dict of notes that gained one)."""
         if isinstance(value, list):
             return {"version": version, "type": "list", "items": [self.item(v) for v in value]}
+        if type(value) is dict and all(type(key) is str for key in value):
+            pairs = [[key, self.item(member)] for key, member in value.items()]
+            return {"version": version, "type": "dict", "pairs": pairs}
         return {"version": version, "type": "value", "value": self.item(value)}
 
 
@@ -326,4 +331,6 @@ class Decoder:
         """A channel value stored by :meth:`Encoder.channel`."""
         if stored["type"] == "list":
             return [self.item(item) for item in stored["items"]]
+        if stored["type"] == "dict":
+            return {key: self.item(member) for key, member in stored["pairs"]}
         return self.item(stored["value"])

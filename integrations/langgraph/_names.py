@@ -14,6 +14,7 @@ PREFIX = "lg/"
 INDEX_BRANCH = "lg-index"
 CHECKPOINT_KEY = "checkpoint"
 CHANNEL_PREFIX = "channel/"
+WRITE_PREFIX = "write/"
 WRITE_EVENT = "langgraph.write"
 
 
@@ -40,6 +41,12 @@ def fork_branch(main: str, checkpoint_id: str) -> str:
 
 def channel_key(channel: str) -> str:
     return CHANNEL_PREFIX + channel
+
+
+def write_key(channel: str, idx: int) -> str:
+    """Where a pending write's value is kept when it is stored as a channel value is
+    (a dict of many members: consecutive writes of it share what they have in common)."""
+    return f"{WRITE_PREFIX}{idx}/{channel}"
 
 
 # Keys on the index branch.

@@ -72,6 +72,7 @@ _HIDDEN_KEYS = (
     "kv:channel/__pregel_*",
     "kv:channel/__start__:*",
     "kv:channel/*:$.version",
+    "kv:write/*",
 )
 _METADATA_PATH = re.compile(r"\$\.metadata(?:\.([A-Za-z_][A-Za-z0-9_]*)|\['((?:[^'\\]|\\.)*)'\])")
 
@@ -819,7 +820,7 @@ class LangGraphPresenter(Presenter):
         memo: dict[Any, Any] = {}
         state: dict[str, Any] = {}
         for key, value in stored.items():
-            if key == _names.CHECKPOINT_KEY:
+            if key == _names.CHECKPOINT_KEY or key.startswith(_names.WRITE_PREFIX):
                 continue
             if key.startswith(_names.CHANNEL_PREFIX):
                 channel = key[len(_names.CHANNEL_PREFIX) :]
@@ -850,6 +851,8 @@ class LangGraphPresenter(Presenter):
             return key[len(_names.CHANNEL_PREFIX) :]
         if primitive == "kv" and key == _names.CHECKPOINT_KEY:
             return "checkpoint record"
+        if primitive == "kv" and key.startswith(_names.WRITE_PREFIX):
+            return "pending write to " + key.split("/", 2)[-1]
         return key
 
 
@@ -878,6 +881,12 @@ def _channel_value(blob: Any, memo: dict[Any, Any]) -> Any:
     kind = blob.get("type") if isinstance(blob, dict) else None
     if kind == "list" and isinstance(blob["items"], list):
         return [readable(item, memo=memo) for item in blob["items"]]
+    if kind == "dict" and isinstance(blob.get("pairs"), list):
+        return {
+            str(pair[0]): readable(pair[1], memo=memo)
+            for pair in blob["pairs"]
+            if isinstance(pair, list) and len(pair) == 2
+        }
     if kind == "value" and "value" in blob:
         return readable(blob["value"], memo=memo)
     return readable(blob, memo=memo)

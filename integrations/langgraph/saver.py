@@ -91,6 +91,16 @@ def _versions_on_fork(
     return {**stale, **new_versions}
 
 
+#: A dict written with at least this many members is kept as a channel value is, beside
+#: its event: a node that returns its whole dict of notes each turn then stores only what
+#: it added (``_arrays`` shares the pairs with the previous write of it).
+KEPT_MEMBERS = 16
+
+
+def _kept_as_channel(value: Any) -> bool:
+    return type(value) is dict and len(value) >= KEPT_MEMBERS and all(type(k) is str for k in value)
+
+
 class _Placement(NamedTuple):
     """Where ``put`` stores a checkpoint."""
 
@@ -235,6 +245,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 for channel in checkpoint["channel_versions"]
             }
             writes = self._write_payloads(entry, checkpoint_id, listing)
+            kept = [self._kept_write(entry["branch"], p) for p in writes]
         values: dict[str, Any] = {}
         for channel, version in checkpoint["channel_versions"].items():
             blob = blobs[channel]
@@ -247,9 +258,23 @@ class RewindSaver(BaseCheckpointSaver[str]):
             metadata=load_typed(self.serde, stored["metadata"]),
             parent_config=_config(thread_id, checkpoint_ns, parent) if parent else None,
             pending_writes=[
-                (p["task_id"], p["channel"], self._decoder.item(p["value"])) for p in writes
+                (
+                    p["task_id"],
+                    p["channel"],
+                    self._decoder.item(p["value"]) if held is None else self._decoder.channel(held),
+                )
+                for p, held in zip(writes, kept, strict=True)
             ],
         )
+
+    def _kept_write(self, branch: str, payload: dict) -> dict | None:
+        """The stored value of a pending write kept as a channel value (``value_at``:
+        its key and version on ``branch``), or None for one kept in its event."""
+        if "value_at" not in payload:
+            return None
+        key, version = payload["value_at"]
+        blob: dict = self.db.at(branch).kv.get(key, as_of=version)
+        return blob
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint the config names, or the thread's newest (on any branch)."""
@@ -471,17 +496,20 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 idx = WRITES_IDX_MAP.get(channel, position)
                 if idx >= 0 and (task_id, idx) in existing:
                     continue
-                view.events.append(
-                    _names.WRITE_EVENT,
-                    {
-                        "checkpoint_id": checkpoint_id,
-                        "task_id": task_id,
-                        "task_path": task_path,
-                        "idx": idx,
-                        "channel": channel,
-                        "value": dump_typed(self.serde, value),
-                    },
-                )
+                payload: dict[str, Any] = {
+                    "checkpoint_id": checkpoint_id,
+                    "task_id": task_id,
+                    "task_path": task_path,
+                    "idx": idx,
+                    "channel": channel,
+                }
+                if _kept_as_channel(value):
+                    key = _names.write_key(channel, idx)
+                    version = view.kv.put(key, self._encoder.channel(value, None))
+                    payload["value_at"] = [key, version]
+                else:
+                    payload["value"] = dump_typed(self.serde, value)
+                view.events.append(_names.WRITE_EVENT, payload)
 
     def _write_keys(self, entry: dict, checkpoint_id: str) -> frozenset[tuple[str, int]]:
         """``(task_id, idx)`` of the writes recorded for a checkpoint."""
