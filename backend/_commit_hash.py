@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import orjson
 
 if TYPE_CHECKING:
-    from ._connection import Connection
+    from ._statements import Statements
 
 #: Separates the previous hash from this commit's fields; the markers of its parts.
 CHAIN, COMMIT, ENTRY, EVENT = b"\x1e", b"C", b"E", b"V"
@@ -140,7 +140,7 @@ _EVENTS = (
 )
 
 
-def recompute(conn: Connection, *, after: int = 0, chain_on_stored: bool) -> Iterator[Recomputed]:
+def recompute(conn: Statements, *, after: int = 0, chain_on_stored: bool) -> Iterator[Recomputed]:
     """Each commit after version ``after``, in order, with its hash recomputed from its
     rows: chained on the stored hash of the commit before (``verify``: each mismatch is
     then a commit of its own) or on the recomputed one (``reseal``)."""
@@ -159,7 +159,7 @@ def recompute(conn: Connection, *, after: int = 0, chain_on_stored: bool) -> Ite
         previous = stored if chain_on_stored else computed
 
 
-def reseal(conn: Connection, *, after: int = 0) -> int:
+def reseal(conn: Statements, *, after: int = 0) -> int:
     """Give every commit after ``after`` its hash again, from its rows (a database from
     before commits were hashed, or commits an import wrote); returns how many."""
     count = 0

@@ -111,7 +111,7 @@ class Connection:
         self.rollbacks = 0
         #: What this connection remembers of the database between statements, under
         #: one rule (``_memory``).
-        self.memory = Memory(self)
+        self.memory = Memory(self.change_token, self.rolled_back)
         #: (schema version found, schema version now), set by ``ensure_schema``.
         self.schema_migrated = (0, 0)
         #: ``ensure_schema`` has checked (and migrated) the schema: it is the current one.

@@ -20,11 +20,8 @@ there is one place to look at and one rule to test (``tests/backend/test_memory.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ._connection import Connection
+from collections.abc import Callable, Hashable
+from typing import Any
 
 #: What :meth:`Memory.get` returns for an answer it does not hold.
 UNKNOWN: Any = type("Unknown", (), {"__repr__": lambda self: "UNKNOWN", "__slots__": ()})()
@@ -40,16 +37,20 @@ class Memory:
     limit = 100_000
     byte_limit = 64 * 1024 * 1024
 
-    def __init__(self, conn: Connection) -> None:
-        self._conn = conn
+    def __init__(
+        self, token: Callable[[], Hashable | None], rolled_back: list[Callable[[], None]]
+    ) -> None:
+        """``token`` reads the connection's change token; ``rolled_back`` is the list of
+        callbacks its rollbacks call, where this memory adds its ``clear``."""
+        self._change_token = token
         self._token: Hashable | None = None
         self._answers: dict[tuple[str, Hashable], tuple[Any, int]] = {}  # (value, size)
         self._bytes = 0
-        conn.rolled_back.append(self.clear)
+        rolled_back.append(self.clear)
 
     def _valid(self) -> bool:
         """Whether the answers held are current (dropping them if not)."""
-        token = self._conn.change_token()
+        token = self._change_token()
         if token is None:
             if self._answers:
                 self.clear()
@@ -67,7 +68,7 @@ class Memory:
 
     def put(self, slot: str, key: Hashable, value: Any, *, size: int = 0) -> None:
         """Hold ``value`` as the answer for ``key`` in ``slot`` (``size``: its bytes)."""
-        token = self._conn.change_token()
+        token = self._change_token()
         if token is None:
             return
         if token != self._token:  # someone committed since this answer may have been read

@@ -22,9 +22,9 @@ from . import _commit_hash, _schema
 from .errors import CorruptDatabaseError, NotADatabaseError, RewindError
 
 if TYPE_CHECKING:
-    from ._connection import Connection
+    from ._statements import Migrating
 
-Migration = Callable[["Connection"], None]
+Migration = Callable[["Migrating"], None]
 
 #: 64-bit columns of schema 2 (on PostgreSQL schema 1 made them 32-bit INTEGER).
 _INT64_COLUMNS = {
@@ -37,7 +37,7 @@ _INT64_COLUMNS = {
 }
 
 
-def _to_schema_2(conn: Connection) -> None:
+def _to_schema_2(conn: Migrating) -> None:
     """Versions, sequences and ids become BIGINT on PostgreSQL, so a clock (or an imported
     one) past 2**31 keeps working. SQLite's INTEGER is 64-bit already: nothing to do."""
     if conn.dialect != "postgresql":
@@ -49,14 +49,14 @@ def _to_schema_2(conn: Connection) -> None:
         conn.execute(f"ALTER SEQUENCE {table}_id_seq AS BIGINT")
 
 
-def _install_routines(conn: Connection) -> None:
+def _install_routines(conn: Migrating) -> None:
     """PostgreSQL gets its routines as this rewinddb defines them (``_pg_routines``;
     schema 3: the write routines, 4: the read routine, 5: write routines that read in one
     statement what they need); SQLite has none."""
     conn.install_routines()
 
 
-def _has_column(conn: Connection, table: str, column: str) -> bool:
+def _has_column(conn: Migrating, table: str, column: str) -> bool:
     if conn.dialect == "sqlite":
         sql = "SELECT 1 FROM pragma_table_info(?) WHERE name = ?"
     else:
@@ -67,7 +67,7 @@ def _has_column(conn: Connection, table: str, column: str) -> bool:
     return conn.fetchone(sql, (table, column)) is not None
 
 
-def _to_schema_6(conn: Connection) -> None:
+def _to_schema_6(conn: Migrating) -> None:
     """Each commit gets its hash (``_commit_hash``): the column, every existing commit's
     hash computed from its rows, and PostgreSQL's routines that hash what they write."""
     if not _has_column(conn, "rewind_commits", "hash"):
@@ -76,7 +76,7 @@ def _to_schema_6(conn: Connection) -> None:
     conn.install_routines()
 
 
-def _to_schema_7(conn: Connection) -> None:
+def _to_schema_7(conn: Migrating) -> None:
     """A stored value may hold shared objects (``_arrays``: an object of many members
     stored as its pairs, ``{}`` in the skeleton). Older values read as they are: nothing
     to change; the version keeps an older rewinddb from misreading newer values."""
@@ -101,7 +101,7 @@ MIGRATIONS: dict[int, Migration] = {
 _WRITERS_ONLY = {"sqlite": {2, 3, 4, 5, 6, 7}, "postgresql": {5, 6, 7}}
 
 
-def stored_version(conn: Connection) -> int:
+def stored_version(conn: Migrating) -> int:
     row = conn.fetchone("SELECT value FROM rewind_meta WHERE key = 'schema_version'")
     if row is None:
         raise NotADatabaseError(f"{conn.location} has no schema version: not a rewinddb database")
@@ -115,7 +115,7 @@ def stored_version(conn: Connection) -> int:
     return int(value)
 
 
-def check_version(conn: Connection) -> int:
+def check_version(conn: Migrating) -> int:
     """The stored schema version; refuses one newer than this rewinddb knows."""
     version = stored_version(conn)
     if version > _schema.SCHEMA_VERSION:
@@ -126,7 +126,7 @@ def check_version(conn: Connection) -> int:
     return version
 
 
-def migrate(conn: Connection) -> tuple[int, int]:
+def migrate(conn: Migrating) -> tuple[int, int]:
     """Bring the database up to the current schema; returns (from, to) versions."""
     before = check_version(conn)
     if before == _schema.SCHEMA_VERSION:
