@@ -43,6 +43,26 @@ class KeySpace:
             version = engine.resolve_as_of(record, as_of)
             return engine.read_value(record, version, self.space, key)
 
+    def _read_many(self, keys: Any, as_of: AsOf) -> dict[str, Any]:
+        """The stored values of those of ``keys`` that exist at ``as_of``."""
+        try:
+            names = list(keys) if not isinstance(keys, (str, bytes, dict)) else None
+        except TypeError:
+            names = None
+        if names is None:
+            raise InvalidInputError(
+                f"keys must be an iterable of key names, not {type(keys).__name__}",
+                code="invalid.key",
+            )
+        wanted = sorted({check_name(key, "key") for key in names})
+        engine = self._engine
+        with engine.conn.lock:
+            record = engine.branch(self._branch)
+            version = engine.resolve_as_of(record, as_of)
+            rows = engine.read_entries(record, version, self.space, wanted)
+            values = {key: engine.decode(row.kind, row.body, row.refs) for key, row in rows.items()}
+        return {key: value for key, value in values.items() if value is not MISSING}
+
     def keys(self, prefix: str | None = None, *, as_of: AsOf = None) -> list[str]:
         """The keys that exist at ``as_of`` (default: now), sorted, optionally by prefix."""
         if prefix is not None:

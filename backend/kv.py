@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ._damage import guarded
@@ -38,6 +38,11 @@ class KV(KeySpace):
         """The value of ``key`` at ``as_of`` (default: now), or ``default``."""
         value = self._read(key, as_of)
         return default if value is MISSING else value
+
+    def get_many(self, keys: Iterable[str], *, as_of: AsOf = None) -> dict[str, Any]:
+        """The values at ``as_of`` (default: now) of those of ``keys`` that exist, read
+        together (one statement, where ``get`` of each would be one each)."""
+        return self._read_many(keys, as_of)
 
     def delete(
         self, key: str, *, trigger: str | None = None, message: str | None = None

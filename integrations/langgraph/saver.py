@@ -238,12 +238,11 @@ class RewindSaver(BaseCheckpointSaver[str]):
             at = entry["version"]
             stored = view.kv.get(_names.CHECKPOINT_KEY, as_of=at)
             checkpoint: Checkpoint = load_typed(self.serde, stored["checkpoint"])
-            # Each channel by its key: the newest of a key is known to the connection
-            # (``rewinddb``'s memory), so the checkpoint just written reads no row.
-            blobs = {
-                channel: view.kv.get(_names.channel_key(channel), as_of=at)
-                for channel in checkpoint["channel_versions"]
-            }
+            # The channels in one read (the newest of a key is known to the connection,
+            # so the checkpoint just written reads no row).
+            channels = {_names.channel_key(c): c for c in checkpoint["channel_versions"]}
+            found = view.kv.get_many(list(channels), as_of=at)
+            blobs = {channel: found.get(key) for key, channel in channels.items()}
             writes = self._write_payloads(entry, checkpoint_id, listing)
             kept = [self._kept_write(entry["branch"], p) for p in writes]
         values: dict[str, Any] = {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -532,3 +533,32 @@ def test_kv_put_many_bad_input(db: rewinddb.Database, refused) -> None:  # type:
         with pytest.raises(rewinddb.InvalidValueError):
             db.kv.put_many({"lost": 1, "bad": float("nan")})
     assert db.kv.items() == {"k": 1, "kept": 1}
+
+
+def test_kv_get_many_reads_what_get_reads(db: rewinddb.Database) -> None:
+    """``get_many`` answers each key as ``get`` does, at any version and through forks,
+    in one statement for every key the connection does not already know."""
+    first = db.kv.put_many({"a": 1, "b": [f"item {i} " + "x" * 300 for i in range(10)]})
+    db.kv.delete("a")
+    db.kv.put("c", {"n": 3})
+    db.branches.fork("default", "child")
+    child = db.at("child")
+    child.kv.put("d", "own")
+    keys = ["a", "b", "c", "d", "missing"]
+    for view, as_of in ((db, None), (db, first), (child, None)):
+        expected = {k: v for k in keys if (v := view.kv.get(k, as_of=as_of)) is not None}
+        assert view.kv.get_many(keys, as_of=as_of) == expected
+        assert view.kv.get_many(iter(keys), as_of=as_of) == expected
+    assert db.kv.get_many([]) == {}
+    many = {f"k{i}": i for i in range(450)}  # more seeks than one statement holds
+    db.kv.put_many(many)
+    db._engine.memory.clear()
+    assert db.kv.get_many(list(many)) == many
+
+
+@pytest.mark.parametrize("keys", ["a", b"a", 7, None, {"a": 1}, ["a", 3], ["a", ""]])
+def test_kv_get_many_refuses_what_is_not_a_list_of_keys(
+    db: rewinddb.Database, refused: Any, keys: object
+) -> None:
+    with refused(db, rewinddb.InvalidInputError, "invalid.key"):
+        db.kv.get_many(keys)  # type: ignore[arg-type]
