@@ -188,7 +188,7 @@ class BranchView(_Primitives):
 
     def _repr_html_(self) -> str:
         try:
-            return rendering.view_html(self)
+            return rendering.view_html(self.info(), len(self.events), self.snapshot())
         except RewindError as error:
             return f"<div>branch view: {escape(str(error))}</div>"
 
@@ -234,7 +234,9 @@ class Database(_Primitives):
         return f"<rewinddb.Database {str(self.path)!r} ({state})>"
 
     def _repr_html_(self) -> str:
-        return rendering.database_html(self)
+        if self.closed:
+            return rendering.database_html(str(self.path), None)
+        return rendering.database_html(str(self.path), self.version, self.branches.list())
 
     def graph(
         self, *, include_deleted: bool = False, max_points_per_branch: int | None = None

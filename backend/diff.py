@@ -5,54 +5,24 @@ compared, so a diff costs what changed, not the size of the state. JSON values a
 compared structurally: objects member by member, arrays item by item, so a list that
 grew by one item is one ``added`` change at ``$[n]``, not a rewrite of the list.
 The web explorer, the notebook widget and the CLI render this; none diffs on its own.
+Its records, ``Point`` and ``Change``, are plain records of ``models`` (the renderings
+draw them too); a ``Diff`` is the two points and the changes between them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from . import jsonpath, presenters
+from . import _decoding, jsonpath, rendering
 from ._engine import MISSING, BranchRecord, Engine
-from ._values import jsonable, same, short_text
+from ._values import same, short_text
 from .events import events_between
-from .models import HistoryEntry
-
-ChangeKind = Literal["added", "removed", "changed"]
-
-
-@dataclass(frozen=True)
-class Point:
-    """A point in history: a branch at a version."""
-
-    branch: str
-    version: int
-
-    def __str__(self) -> str:
-        return f"{self.branch}@{self.version}"
-
-
-@dataclass(frozen=True)
-class Change:
-    """One difference: ``old`` is None when added, ``new`` is None when removed."""
-
-    primitive: str
-    key: str
-    path: str
-    kind: ChangeKind
-    old: Any = None
-    new: Any = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "primitive": self.primitive,
-            "key": self.key,
-            "path": self.path,
-            "kind": self.kind,
-            "old": jsonable(self.old),
-            "new": jsonable(self.new),
-        }
+from .models import Change as Change
+from .models import ChangeKind as ChangeKind
+from .models import HistoryEntry, change_counts
+from .models import Point as Point
 
 
 @dataclass(frozen=True)
@@ -73,10 +43,7 @@ class Diff:
         return bool(self.changes)
 
     def counts(self) -> dict[str, int]:
-        counts = {"added": 0, "removed": 0, "changed": 0}
-        for change in self.changes:
-            counts[change.kind] += 1
-        return counts
+        return change_counts(self.changes)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -115,9 +82,7 @@ class Diff:
         return self.to_text()
 
     def _repr_html_(self) -> str:
-        from .rendering import diff_html
-
-        return diff_html(self)
+        return rendering.diff_html(self)
 
 
 @dataclass(frozen=True)
@@ -174,8 +139,8 @@ def diff_readable(
     if (
         old is not MISSING
         and new is not MISSING
-        and not presenters.encoded(old)
-        and not presenters.encoded(new)
+        and not _decoding.encoded(old)
+        and not _decoding.encoded(new)
     ):
         if isinstance(old, dict) and isinstance(new, dict):
             changes: list[Change] = []
@@ -245,7 +210,7 @@ def diff_values(
 def _shown(value: Any, memo: dict[Any, Any] | None) -> Any:
     """``value``, decoded for people (``rewinddb.presenters.readable``) when a ``memo`` is given
     (one per diff: the values compared share most of what they hold)."""
-    return value if memo is None else presenters.readable(value, memo)
+    return value if memo is None else _decoding.readable(value, memo)
 
 
 def diff_points(

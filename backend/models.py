@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Literal
 
 from ._values import jsonable
 
@@ -107,3 +108,48 @@ class HistoryEntry:
         data["timestamp"] = self.timestamp.isoformat()
         data["value"] = jsonable(self.value)
         return data
+
+
+@dataclass(frozen=True)
+class Point:
+    """A point in history: a branch at a version."""
+
+    branch: str
+    version: int
+
+    def __str__(self) -> str:
+        return f"{self.branch}@{self.version}"
+
+
+ChangeKind = Literal["added", "removed", "changed"]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One difference (``rewinddb.diff``): ``old`` is None when added, ``new`` is None
+    when removed."""
+
+    primitive: str
+    key: str
+    path: str
+    kind: ChangeKind
+    old: Any = None
+    new: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "primitive": self.primitive,
+            "key": self.key,
+            "path": self.path,
+            "kind": self.kind,
+            "old": jsonable(self.old),
+            "new": jsonable(self.new),
+        }
+
+
+def change_counts(changes: Iterable[Change]) -> dict[str, int]:
+    """How many of ``changes`` are of each kind: ``{"added": .., "removed": .., "changed": ..}``."""
+    counts = {"added": 0, "removed": 0, "changed": 0}
+    for change in changes:
+        counts[change.kind] += 1
+    return counts

@@ -14,31 +14,37 @@ names a presenter class or instance) and :func:`register`; an entry whose module
 be imported (its framework is not installed) is skipped, and its branches are shown by
 the generic presenter. Stored state is untrusted: a presenter decodes data and never
 constructs objects, and the front ends escape everything it returns.
+
+How a presenter decodes values (``display``, ``value_text``, ``encoded``) and the
+registry that :func:`readable` asks live in ``_decoding``, below the database, where the
+diff engine and the HTML renderings use them; this module adds what needs a database.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import hashlib
-import threading
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime
-from importlib import metadata
 from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
+from . import _decoding
+from ._decoding import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
+from ._decoding import Decoder
+from ._decoding import encoded as encoded
+from ._decoding import readable as readable
+from ._decoding import value_text as value_text
 from ._engine import check_count
 from ._values import dumps, jsonable
 from .errors import InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
     from .database import Database
-    from .diff import Change
-    from .models import Branch, Commit
+    from .models import Branch, Change, Commit
 
-ENTRY_POINT_GROUP = "rewinddb.presenters"
 #: Steps on one page of a branch's story.
 STEPS_PAGE = 50
 #: Characters of an outcome or a label shown in a list (the step page shows all).
@@ -186,9 +192,11 @@ def _blob(value: Any) -> str:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
-class Presenter:
+class Presenter(Decoder):
     """Describes branches for the front ends. This base class is the generic presenter
-    (steps are commits); an integration subclasses it and overrides what it knows."""
+    (steps are commits); an integration subclasses it and overrides what it knows,
+    including how its values read (``display``, ``value_text``, ``encoded``: a
+    presenter is a ``Decoder``)."""
 
     name = "generic"
 
@@ -349,24 +357,6 @@ class Presenter:
         """What a person calls a stored key (a LangGraph channel's name, ...)."""
         return key
 
-    def display(self, value: Any, memo: dict[Any, Any] | None = None) -> Any:
-        """``value`` with the encodings this presenter knows decoded for people (the same
-        object when there are none); ``memo`` decodes shared parts once."""
-        return value
-
-    def value_text(self, value: Any) -> str | None:
-        """A decoded value this presenter recognizes, as the line a person reads (a chat
-        message as ``ai: Have a good trip``), or None. The front ends show that line
-        where the value appears in a state or a diff, its JSON behind a toggle."""
-        return None
-
-    def encoded(self, value: Any) -> bool:
-        """Whether ``value`` itself (not something inside it) is one of the encodings
-        ``display`` decodes. A readable diff compares stored values first and decodes
-        only where they differ, down to these: a list that grew by one encoded message
-        decodes one message, not the whole list."""
-        return False
-
 
 class StepNotFound(NotFoundError):
     """No step of a branch's history was written at the version asked for."""
@@ -429,22 +419,9 @@ def _keys_label(keys: tuple[tuple[str, str], ...]) -> str:
     return f"wrote {names}{more}"
 
 
-# -- the registry -------------------------------------------------------------------
+# -- the registry (``_decoding`` holds it; these ask it for presenters) ----------------
 
 _GENERIC = Presenter()
-
-
-@dataclass
-class _Registry:
-    """The presenters in the order they are asked. ``presenters`` is replaced, never
-    changed in place, so readers (every decoded value asks it) take no lock."""
-
-    presenters: tuple[Presenter, ...] = ()
-    loaded: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-_registry = _Registry()
 
 
 def register(presenter: Presenter) -> Presenter:
@@ -454,39 +431,18 @@ def register(presenter: Presenter) -> Presenter:
             f"register takes a rewinddb.presenters.Presenter, not {presenter!r}",
             code="invalid.presenter",
         )
-    registered()  # the entry points first, so a presenter registered by hand wins
-    with _registry.lock:
-        _registry.presenters = (presenter, *_registry.presenters)
+    _decoding.add(presenter)
     return presenter
 
 
 def unregister(presenter: Presenter) -> None:
     """Remove a presenter added with :func:`register` (or found as an entry point)."""
-    with _registry.lock:
-        _registry.presenters = tuple(p for p in _registry.presenters if p is not presenter)
+    _decoding.remove(presenter)
 
 
 def registered() -> tuple[Presenter, ...]:
     """The presenters in the order they are asked, the entry points' loaded on first use."""
-    if not _registry.loaded:
-        with _registry.lock:
-            if not _registry.loaded:
-                _registry.presenters = (*_registry.presenters, *_from_entry_points())
-                _registry.loaded = True
-    return _registry.presenters
-
-
-def _from_entry_points() -> list[Presenter]:
-    found = []
-    for entry in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        try:
-            loaded = entry.load()
-        except ImportError:  # its framework is not installed: the generic one shows it
-            continue
-        presenter = loaded() if isinstance(loaded, type) else loaded
-        if isinstance(presenter, Presenter):
-            found.append(presenter)
-    return found
+    return tuple(p for p in _decoding.registered() if isinstance(p, Presenter))
 
 
 def presenter_for(branch: Branch) -> Presenter:
@@ -501,27 +457,3 @@ def presenter_for(branch: Branch) -> Presenter:
 def generic() -> Presenter:
     """The presenter of plain branches."""
     return _GENERIC
-
-
-def value_text(value: Any) -> str | None:
-    """The line the first registered presenter that recognizes ``value`` reads it as
-    (see ``Presenter.value_text``), or None."""
-    for presenter in registered():
-        text = presenter.value_text(value)
-        if text is not None:
-            return text
-    return None
-
-
-def encoded(value: Any) -> bool:
-    """Whether some registered presenter decodes ``value`` as a whole."""
-    return any(presenter.encoded(value) for presenter in registered())
-
-
-def readable(value: Any, memo: dict[Any, Any] | None = None) -> Any:
-    """``value`` as people read it: every registered presenter's encodings decoded
-    (LangGraph's serde, when its integration is installed); the same object when there
-    is nothing to decode. Decode a stored value once, at its top."""
-    for presenter in registered():
-        value = presenter.display(value, memo)
-    return value

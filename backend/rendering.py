@@ -8,20 +8,18 @@ values wrap (at word boundaries first) instead of widening their column.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from . import presenters
+from . import _decoding
 from ._values import dumps
-from .presenters import readable
+from .models import change_counts
 
 if TYPE_CHECKING:
-    from .database import BranchView, Database
-    from .diff import Change, Diff
-    from .models import Event
+    from .models import Branch, Change, Event, Point
 
 #: Values longer than this (as JSON text) are shortened in HTML.
 MAX_VALUE_CHARS = 500
@@ -49,6 +47,20 @@ _NAME_CELL = f"{_CELL};min-width:7em;max-width:16em"
 _TAG_CELL = f"{_CELL};white-space:nowrap;overflow-wrap:normal"
 
 
+class Changes(Protocol):
+    """What :func:`diff_html` draws: the changes from point ``a`` to point ``b`` (a
+    ``rewinddb.Diff``)."""
+
+    @property
+    def a(self) -> Point: ...
+
+    @property
+    def b(self) -> Point: ...
+
+    @property
+    def changes(self) -> Sequence[Change]: ...
+
+
 def plural(count: int, word: str, words: str | None = None) -> str:
     """``"1 key"``, ``"2 keys"``: ``count`` and the word in the number it needs."""
     return f"{count:,} {word if count == 1 else (words or word + 's')}"
@@ -68,7 +80,7 @@ def value_tree(value: Any, label: str = "", *, open_levels: int = 1, decode: boo
     """A collapsible tree (``<details>``) for objects and arrays, text for the rest; serde
     encodings in a stored value are decoded once, here (``readable``), unless ``decode``
     is False (for a value that was decoded already, or to show it as stored)."""
-    return _tree(readable(value) if decode else value, label, open_levels)
+    return _tree(_decoding.readable(value) if decode else value, label, open_levels)
 
 
 def _tree(value: Any, label: str, open_levels: int) -> str:
@@ -76,7 +88,7 @@ def _tree(value: Any, label: str, open_levels: int) -> str:
     if isinstance(value, dict) and value:
         items = [(str(k), v) for k, v in value.items()]
         children = _children(items, open_levels, "key")
-        line = presenters.value_text(value)
+        line = _decoding.value_text(value)
         if line is not None:  # a message: the line a person reads, its fields folded
             return _details(f"{name}{escape(line)}", children, False)
         return _details(f"{name}{{{plural(len(value), 'key')}}}", children, open_levels > 0)
@@ -123,9 +135,9 @@ def state_html(snapshot: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def diff_html(diff: Diff) -> str:
+def diff_html(diff: Changes) -> str:
     """A diff as a colored table: + added, - removed, ~ changed (old -> new)."""
-    counts = diff.counts()
+    counts = change_counts(diff.changes)
     head = (
         f'<div style="{WRAP}"><b>{escape(str(diff.a))}</b> &rarr; '
         f"<b>{escape(str(diff.b))}</b>: {counts['added']} added, {counts['removed']} removed, "
@@ -139,7 +151,7 @@ def diff_html(diff: Diff) -> str:
 def _cell_value(value: Any) -> str:
     """A value in a diff row: the line a presenter reads it as (a message), its JSON
     folded beside; else its JSON text."""
-    line = presenters.value_text(value)
+    line = _decoding.value_text(value)
     if line is None:
         return value_text(value)
     return (
@@ -198,36 +210,36 @@ def event_html(event: Event) -> str:
     )
 
 
-def database_html(db: Database) -> str:
-    """A database: its path, clock and branch table."""
-    if db.closed:
-        return f"<div>rewinddb database <code>{escape(str(db.path))}</code> (closed)</div>"
+def database_html(path: str, version: int | None, branches: Iterable[Branch] = ()) -> str:
+    """A database: its path, clock and branch table (``version`` None: it is closed)."""
+    if version is None:
+        return f"<div>rewinddb database <code>{escape(path)}</code> (closed)</div>"
     rows = "".join(
         f'<tr><td style="{_CELL}">{escape(b.name)}</td>'
         f'<td style="{_CELL}">{escape(b.parent or "-")}</td>'
         f'<td style="{_CELL}">{b.forked_at}</td><td style="{_CELL}">{b.head}</td>'
         f'<td style="{_CELL}">{b.commits}</td></tr>'
-        for b in db.branches.list()
+        for b in branches
     )
     header = "".join(
         f'<th style="{_CELL}">{name}</th>'
         for name in ("branch", "parent", "forked at", "head", "commits")
     )
     return (
-        f"<div>rewinddb database <code>{escape(str(db.path))}</code> at version "
-        f'{db.version}</div><table style="{_TABLE}"><tr>{header}</tr>{rows}</table>'
+        f"<div>rewinddb database <code>{escape(path)}</code> at version "
+        f'{version}</div><table style="{_TABLE}"><tr>{header}</tr>{rows}</table>'
     )
 
 
-def view_html(view: BranchView) -> str:
-    """A branch view: where it came from, how many events, and its state now."""
-    info = view.info()
+def view_html(info: Branch, events: int, snapshot: dict[str, Any]) -> str:
+    """A branch view: where the branch came from (``info``), how many ``events`` its log
+    holds, and its state now (``snapshot``, as ``view.snapshot()`` returns it)."""
     parent = (
         f", forked from <b>{escape(info.parent)}</b> at version {info.forked_at}"
-        if (info.parent)
+        if info.parent
         else ""
     )
     return (
         f"<div>branch <b>{escape(info.name)}</b>{parent}; head version {info.head}, "
-        f"{plural(len(view.events), 'event')}</div>{state_html(view.snapshot())}"
+        f"{plural(events, 'event')}</div>{state_html(snapshot)}"
     )
