@@ -121,7 +121,7 @@ class SharedArrays:
 
     def _known(self, seq: int, length: int) -> tuple[bytes, bytes, tuple[Any, ...] | None] | None:
         known = self.memory.get("array", (seq, length))
-        return None if known is UNKNOWN else known  # type: ignore[no-any-return]
+        return None if known is UNKNOWN else known
 
     def _remember(
         self, seq: int, length: int, prefix: bytes, last_hash: bytes, items: list[Any]
