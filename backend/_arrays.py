@@ -310,6 +310,20 @@ class SharedArrays:
                 return list(known[2])
             remembered: list[Any] = loads(known[0] + b"]")
             return remembered
+        # An array's first n items never change: the longest read of it answers any
+        # shorter one (older versions of a list that grew, read one after another).
+        longest = self.memory.get("array_read", seq)
+        if longest is not UNKNOWN and len(longest) >= length:
+            return _copied_items(longest, length)
+        result = self._read_rows(seq, length)
+        if length and (longest is UNKNOWN or len(longest) < length):
+            flat = _flat_items(result)
+            if flat is not None:
+                self.memory.put("array_read", seq, flat, size=flat_size(flat))
+        return result
+
+    def _read_rows(self, seq: int, length: int) -> list[Any]:
+        """The first ``length`` items of array ``seq`` (through its bases), from the rows."""
         parts: list[bytes] = []
         end, first = length, seq
         while end > 0:
@@ -353,6 +367,37 @@ class SharedArrays:
         if refs is None:
             return None
         return [(tuple(p), s, n) for p, s, n in loads(refs)]
+
+
+def _flat_items(items: list[Any]) -> tuple[Any, ...] | None:
+    """``items`` kept for reading again, when each is an immutable scalar or a list of
+    them (a shared object's ``[key, value]`` pairs); None otherwise."""
+    kept = []
+    for item in items:
+        if type(item) in _SCALARS:
+            kept.append(item)
+        elif type(item) is list and all(type(part) in _SCALARS for part in item):
+            kept.append(tuple(item))
+        else:
+            return None
+    return tuple(kept)
+
+
+def flat_size(items: tuple[Any, ...]) -> int:
+    """About what ``items`` hold in memory, as bytes."""
+    return sum(
+        len(item)
+        if isinstance(item, str)
+        else sum(len(str(p)) for p in item)
+        if isinstance(item, tuple)
+        else 8
+        for item in items
+    ) + 16 * len(items)
+
+
+def _copied_items(kept: tuple[Any, ...], length: int) -> list[Any]:
+    """The first ``length`` items of ``kept`` as a reader may change them (lists anew)."""
+    return [list(item) if type(item) is tuple else item for item in kept[:length]]
 
 
 def _base_of(seq: int, base: Any) -> int:
