@@ -13,18 +13,23 @@ both paths allocate by this one text (``tests/backend/test_pg_routines.py`` ties
 
 from __future__ import annotations
 
-#: The clock as it stands, a derived table ``clock (v, t)``: the newest version (or the
-#: clock floor, or 0) and the newest commit's timestamp (0 in a new database). Portable
-#: SQL: SQLite runs it too.
+#: The clock as it stands, a derived table ``clock (v, t, h)``: the newest version (or
+#: the clock floor if higher; 0 in a new database), the newest commit's timestamp (0 in a
+#: new database) and its hash (NULL there), found by one seek of the newest commit and
+#: one of the floor. Portable SQL: SQLite runs it too.
 CLOCK = (
-    "(SELECT max(v) AS v, max(t) AS t FROM ("
-    "SELECT version AS v, ts AS t FROM (SELECT version, ts FROM rewind_commits "
-    "ORDER BY version DESC LIMIT 1) newest UNION ALL "
-    "SELECT CAST(value AS BIGINT), 0 FROM rewind_meta WHERE key = 'clock_floor' "
-    "UNION ALL SELECT 0, 0) known) clock"
+    "(SELECT CASE WHEN coalesce(CAST(clock_floor.value AS BIGINT), 0) "
+    "> coalesce(newest.version, 0) THEN coalesce(CAST(clock_floor.value AS BIGINT), 0) "
+    "ELSE coalesce(newest.version, 0) END AS v, "
+    "CASE WHEN newest.ts > 0 THEN newest.ts ELSE 0 END AS t, newest.hash AS h "
+    "FROM (SELECT 1 AS one) start "
+    "LEFT JOIN (SELECT version, ts, hash FROM rewind_commits ORDER BY version DESC LIMIT 1) "
+    "newest ON 1 = 1 "
+    "LEFT JOIN rewind_meta clock_floor ON clock_floor.key = 'clock_floor') clock"
 )
-#: The hash of the newest commit (NULL in a new database), which the next one chains on.
-PREVIOUS_HASH = "(SELECT hash FROM rewind_commits ORDER BY version DESC LIMIT 1)"
+#: The hash of the newest commit (NULL in a new database), which the next one chains on,
+#: in a statement that joins ``CLOCK``.
+PREVIOUS_HASH = "clock.h"
 
 
 def next_version() -> str:

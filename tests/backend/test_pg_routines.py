@@ -352,7 +352,7 @@ def _sources(db: rewinddb.Database) -> dict[str, str]:
 def test_both_paths_allocate_by_the_one_clock(pg: rewinddb.Database) -> None:
     # The Python path's statement is made of _clock's text, and so is every routine as
     # installed (its behaviour in every state of the clock: the test below).
-    assert _engine.NEXT_COMMIT == _clock.NEXT_COMMIT
+    assert _engine.NEXT_COMMIT == _clock.NEXT_COMMIT, "_engine must take NEXT_COMMIT from _clock"
     assert _clock.CLOCK in _clock.NEXT_COMMIT and _clock.next_ts("?") in _clock.NEXT_COMMIT
     sources = _sources(pg)
     assert set(sources) == {"rewind_put_entry", "rewind_append_event", "rewind_read_entry"}
