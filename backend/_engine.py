@@ -59,6 +59,16 @@ class _Missing:
 MISSING: Any = _Missing()
 
 
+def _after_prefix(prefix: str) -> str:
+    """The least text above every text that starts with ``prefix`` (by code points, as
+    UTF-8 bytes compare)."""
+    last = ord(prefix[-1])
+    if last >= 0x10FFFF:
+        return prefix + "\U0010ffff"  # nothing written sorts past it in practice
+    following = last + 1 if last + 1 != 0xD800 else 0xE000  # no surrogates in UTF-8
+    return prefix[:-1] + chr(following)
+
+
 def now_micros() -> int:
     return time.time_ns() // 1000
 
@@ -929,36 +939,58 @@ class Engine:
         )
 
     def entries(
-        self, record: BranchRecord, version: int, space: str, *, with_values: bool = True
+        self,
+        record: BranchRecord,
+        version: int,
+        space: str,
+        *,
+        with_values: bool = True,
+        prefix: str | None = None,
     ) -> dict[str, tuple[int, bytes | None, bytes | None]]:
-        """The newest entry of every key of ``space`` that exists at (record, version):
-        key -> (kind, body, refs), deleted keys left out. One query per lineage step."""
+        """The newest entry of every key of ``space`` (that starts with ``prefix``) that
+        exists at (record, version): key -> (kind, body, refs), deleted keys left out. One
+        query per lineage step."""
         columns = "e.kind, e.body, e.refs" if with_values else "e.kind, NULL, NULL"
         newest: dict[str, tuple[int, bytes | None, bytes | None]] = {}
         for branch_id, cap in self.row_lineage(record, version):
-            for key, kind, body, refs in self.newest_rows(branch_id, cap, space, columns):
-                newest.setdefault(key, (kind, body, refs))
+            for key, kind, body, refs in self.newest_rows(
+                branch_id, cap, space, columns, prefix=prefix
+            ):
+                if prefix is None or key.startswith(prefix):
+                    newest.setdefault(key, (kind, body, refs))
         return {key: row for key, row in newest.items() if row[0] != KIND_DELETED}
 
-    def newest_rows(self, branch_id: int, cap: int, space: str, columns: str) -> list[Any]:
+    def newest_rows(
+        self, branch_id: int, cap: int, space: str, columns: str, *, prefix: str | None = None
+    ) -> list[Any]:
         """``key, <columns>`` of the newest entry at or below ``cap`` of every key that
         ``branch_id`` itself wrote in ``space`` (``e`` names the entry).
 
         The keys are walked with one index seek each (a recursive skip-scan), then one
         seek finds each key's newest version: the cost follows the number of keys, not
         the length of their history (a branch that wrote two keys 10,000 times each
-        reads two rows, not 20,000).
+        reads two rows, not 20,000). With ``prefix`` on SQLite, whose keys compare by
+        their bytes, the walk starts at the prefix and stops past it (elsewhere keys may
+        compare by a collation: all are walked and the caller filters).
         """
+        low, high = "", ""
+        params: tuple[Any, ...] = (branch_id, space)
+        if prefix and self.conn.dialect == "sqlite":
+            low, high = " AND key >= ?", " AND key < ?"
+            params = (branch_id, space, prefix)
+            after = _after_prefix(prefix)
+        walk = (branch_id, space) if not high else (branch_id, space, after)
         return self.conn.fetchall(
             "WITH RECURSIVE k(key) AS ("
-            "SELECT (SELECT min(key) FROM rewind_entries WHERE branch_id = ? AND space = ?) "
+            f"SELECT (SELECT min(key) FROM rewind_entries WHERE branch_id = ? AND space = ?{low}) "
             "UNION ALL SELECT (SELECT min(key) FROM rewind_entries "
-            "WHERE branch_id = ? AND space = ? AND key > k.key) FROM k WHERE k.key IS NOT NULL) "
+            f"WHERE branch_id = ? AND space = ? AND key > k.key{high}) "
+            "FROM k WHERE k.key IS NOT NULL) "
             f"SELECT e.key, {columns} FROM k JOIN rewind_entries e "
             "ON e.branch_id = ? AND e.space = ? AND e.key = k.key AND e.version = ("
             "SELECT max(version) FROM rewind_entries "
             "WHERE branch_id = ? AND space = ? AND key = k.key AND version <= ?)",
-            (branch_id, space, branch_id, space, branch_id, space, branch_id, space, cap),
+            (*params, *walk, branch_id, space, branch_id, space, cap),
         )
 
     def changed_keys(

@@ -71,8 +71,8 @@ class KeySpace:
         with engine.conn.lock:
             record = engine.branch(self._branch)
             version = engine.resolve_as_of(record, as_of)
-            found = engine.entries(record, version, self.space, with_values=False)
-            return [key for key in sorted(found) if not prefix or key.startswith(prefix)]
+            found = engine.entries(record, version, self.space, with_values=False, prefix=prefix)
+            return sorted(found)
 
     def items(self, *, as_of: AsOf = None) -> dict[str, Any]:
         """Every key and its value at ``as_of`` (default: now)."""

@@ -42,6 +42,8 @@ from pydantic import BaseModel, TypeAdapter
 
 Typed = list[str]
 
+#: Immutable values that store alike whenever they are equal (not floats: -0.0 == 0.0).
+_SAME_WHEN_EQUAL = frozenset((str, bytes, int, bool, type(None)))
 #: Values of these types are immutable: a remembered one is returned as it is.
 _IMMUTABLE = (str, bytes, int, float, bool, type(None))
 
@@ -169,6 +171,15 @@ class Encoder:
             known = self._kinds[kind] = self._how(kind)
         how, fields = known
         if how is _SERDE:
+            if kind in _SAME_WHEN_EQUAL and type(self.serde) is JsonPlusSerializer:
+                # A list of texts stores the same texts turn after turn: each once.
+                key = (kind, value)
+                found: str | None = self._remembered.get(key)
+                if found is None:
+                    found = dump_item(self.serde, value)
+                    size = len(found) + (len(value) if isinstance(value, (str, bytes)) else 8)
+                    self._remembered.put(key, found, size)
+                return found
             return dump_item(self.serde, value)
         try:
             # What the serde stores for a model is made of its class and model_dump().

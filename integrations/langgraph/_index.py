@@ -38,6 +38,10 @@ class Index:
         """The record at ``key`` (None if there is none); do not change it in place."""
         return self.view.kv.get(key)
 
+    def get_many(self, keys: list[str]) -> dict[str, Any]:
+        """The records at those of ``keys`` that have one, read together."""
+        return self.view.kv.get_many(keys)
+
     def keys(self, prefix: str) -> list[str]:
         return list(self.view.kv.keys(prefix))
 

@@ -101,6 +101,10 @@ def _kept_as_channel(value: Any) -> bool:
     return type(value) is dict and len(value) >= KEPT_MEMBERS and all(type(k) is str for k in value)
 
 
+#: ``list`` reads the index records of this many checkpoints at a time.
+_LISTED_TOGETHER = 64
+
+
 class _Placement(NamedTuple):
     """Where ``put`` stores a checkpoint."""
 
@@ -229,9 +233,14 @@ class RewindSaver(BaseCheckpointSaver[str]):
         checkpoint_ns: str,
         checkpoint_id: str,
         listing: _Listing | None = None,
+        entry: dict | None = None,
     ) -> CheckpointTuple | None:
+        """The checkpoint, read in one read transaction (``entry``: its index record, when
+        the caller read it already)."""
         with self.db.read():  # one consistent read; the decoding below holds no lock
-            entry = self.index.get(_names.checkpoint_key(thread_id, checkpoint_ns, checkpoint_id))
+            if entry is None:
+                key = _names.checkpoint_key(thread_id, checkpoint_ns, checkpoint_id)
+                entry = self.index.get(key)
             if entry is None:
                 return None
             view = listing.view(entry["read"]) if listing else self.db.at(entry["read"])
@@ -304,22 +313,30 @@ class RewindSaver(BaseCheckpointSaver[str]):
             keys = self.index.records(thread_id, None if ns is None else str(ns))
         before_id = _before_id(before)
         found = sorted((_names.parse_checkpoint_key(key) for key in keys), key=lambda t: t[2])
+        wanted = [
+            (thread_id, checkpoint_ns, checkpoint_id)
+            for thread_id, checkpoint_ns, checkpoint_id in reversed(found)
+            if (not wanted_id or checkpoint_id == wanted_id)
+            and (not before_id or checkpoint_id < before_id)
+        ]
         count = 0
         listing = _Listing(self.db)
-        for thread_id, checkpoint_ns, checkpoint_id in reversed(found):
-            if limit is not None and count >= limit:
-                return
-            if wanted_id and checkpoint_id != wanted_id:
-                continue
-            if before_id and checkpoint_id >= before_id:
-                continue
-            loaded = self._load(thread_id, checkpoint_ns, checkpoint_id, listing)
-            if loaded is None:
-                continue
-            if filter and any(loaded.metadata.get(k) != v for k, v in filter.items()):
-                continue
-            count += 1
-            yield loaded
+        for start in range(0, len(wanted), _LISTED_TOGETHER):
+            batch = wanted[start : start + _LISTED_TOGETHER]
+            entries = self.index.get_many([_names.checkpoint_key(*target) for target in batch])
+            for thread_id, checkpoint_ns, checkpoint_id in batch:
+                if limit is not None and count >= limit:
+                    return
+                key = _names.checkpoint_key(thread_id, checkpoint_ns, checkpoint_id)
+                if key not in entries:
+                    continue
+                loaded = self._load(thread_id, checkpoint_ns, checkpoint_id, listing, entries[key])
+                if loaded is None:
+                    continue
+                if filter and any(loaded.metadata.get(k) != v for k, v in filter.items()):
+                    continue
+                count += 1
+                yield loaded
 
     # Writing ------------------------------------------------------------------------
 

@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import rewinddb
 
@@ -562,3 +564,28 @@ def test_kv_get_many_refuses_what_is_not_a_list_of_keys(
 ) -> None:
     with refused(db, rewinddb.InvalidInputError, "invalid.key"):
         db.kv.get_many(keys)  # type: ignore[arg-type]
+
+
+_KEY_TEXT = st.text(
+    alphabet=st.sampled_from(["a", "b", "/", "~", "\x7f", "é", "\ud7ff", "\ue000", "\U0010ffff"]),
+    min_size=1,
+    max_size=4,
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(keys=st.sets(_KEY_TEXT, max_size=12), prefix=_KEY_TEXT)
+def test_kv_keys_by_prefix_are_the_keys_that_start_with_it(
+    db_path: Path, keys: set[str], prefix: str
+) -> None:
+    with rewinddb.open(db_path / f"p{abs(hash((tuple(sorted(keys)), prefix)))}") as db:
+        if keys:
+            db.kv.put_many({key: 1 for key in keys})
+        db.branches.fork("default", "child")
+        db.at("child").kv.put(prefix + "own", 2)
+        assert db.kv.keys(prefix) == sorted(k for k in keys if k.startswith(prefix))
+        assert db.at("child").kv.keys(prefix) == sorted(
+            {k for k in keys if k.startswith(prefix)} | {prefix + "own"}
+        )

@@ -84,3 +84,20 @@ def test_a_growing_dict_and_its_writes_store_what_each_turn_added(
     note = len(f"10: {TEXT}")
     whole = 2 * note * turns * (turns + 1) // 2
     assert stored_bytes(db) < 0.35 * whole  # the checkpoints' own records are most of it
+
+
+def test_texts_and_numbers_stored_again_store_as_the_serde_stores_them(
+    saver: RewindSaver,
+) -> None:
+    """The encoder remembers how it stored a text or an integer; values equal but not
+    alike (-0.0 and 0.0, 1 and True) each keep their own stored form."""
+    from rewinddb.integrations.langgraph._codec import Decoder, Encoder
+
+    encoder, decoder = Encoder(saver.serde), Decoder(saver.serde)
+    values = ["a", "a", 1, True, 1.0, 0.0, -0.0, None, b"x", "é" * 300]
+    for _ in range(2):
+        for value in values:
+            back = decoder.item(encoder.item(value))
+            assert back == value and type(back) is type(value)
+            if isinstance(value, float):
+                assert str(back) == str(value)
