@@ -17,6 +17,7 @@ from typing import Any, NamedTuple, Union
 
 from . import _commit_hash
 from ._arrays import SharedArrays
+from ._clock import CLOCK, NEXT_COMMIT
 from ._connection import Connection
 from ._memory import UNKNOWN as UNKNOWN
 from ._values import validate
@@ -186,24 +187,6 @@ _LARGEST_REMEMBERED = 256 * 1024
 _DEEP_LINEAGE = 64
 
 
-#: Allocate and record the next version in one statement (one round trip under the write
-#: lock): after the newest commit and after the clock floor of an imported database; its
-#: timestamp never goes backwards. Parameters: branch id, now, now, trigger, message,
-#: merge branch id, merge version. PostgreSQL's write routines apply the same rule
-#: (``_pg_routines.CLOCK``; a test checks that both allocate alike). Until the commit is
-#: sealed (``Engine.seal``, just before the transaction commits) its ``hash`` holds the
-#: hash of the commit before it, which the seal chains on.
-NEXT_COMMIT = (
-    "INSERT INTO rewind_commits (version, branch_id, ts, trigger, message, "
-    "merge_branch_id, merge_version, hash) "
-    "SELECT clock.v + 1, ?, CASE WHEN clock.t > ? THEN clock.t ELSE ? END, "
-    "?, ?, ?, ?, (SELECT hash FROM rewind_commits ORDER BY version DESC LIMIT 1) "
-    "FROM (SELECT max(v) AS v, max(t) AS t FROM ("
-    "SELECT version AS v, ts AS t FROM (SELECT version, ts FROM rewind_commits "
-    "ORDER BY version DESC LIMIT 1) newest UNION ALL "
-    "SELECT CAST(value AS BIGINT), 0 FROM rewind_meta WHERE key = 'clock_floor' "
-    "UNION ALL SELECT 0, 0) known) clock RETURNING version, ts, hash"
-)
 #: The call of each write routine, built once (``Engine.write_in_server``).
 _ROUTINE_CALLS: dict[str, str] = {}
 
@@ -478,11 +461,8 @@ class Engine:
             return known
 
     def _read_clock(self) -> int:
-        rows = self.conn.fetchall(
-            "SELECT max(version) FROM rewind_commits UNION ALL "
-            "SELECT CAST(value AS BIGINT) FROM rewind_meta WHERE key = 'clock_floor'"
-        )
-        return max((int(value) for (value,) in rows if value is not None), default=0)
+        row = self.conn.fetchone(f"SELECT clock.v FROM {CLOCK}")
+        return int(row[0]) if row is not None and row[0] is not None else 0
 
     def version_at(self, when: datetime) -> int:
         """The newest version committed at or before ``when`` (after the newest commit:
