@@ -297,13 +297,16 @@ class SharedArrays:
         if refs is None:
             return value
         for path, seq, length in loads(refs):
-            items = self._read(seq, length)
             if _at(value, path) is not None:  # a shared object: its members' pairs
-                items = dict(items)  # type: ignore[assignment]
-            value = _replace(value, tuple(path), items)
+                shared: Any = dict(self._read(seq, length, pairs=True))
+            else:
+                shared = self._read(seq, length)
+            value = _replace(value, tuple(path), shared)
         return value
 
-    def _read(self, seq: int, length: int) -> list[Any]:
+    def _read(self, seq: int, length: int, *, pairs: bool = False) -> list[Any]:
+        """The first ``length`` items of array ``seq``; with ``pairs`` (a shared object's,
+        to be made a dict at once) its items may come as tuples."""
         known = self._known(seq, length)
         if known is not None:  # the array as this connection last wrote it
             if known[2] is not None:
@@ -314,7 +317,7 @@ class SharedArrays:
         # shorter one (older versions of a list that grew, read one after another).
         longest = self.memory.get("array_read", seq)
         if longest is not UNKNOWN and len(longest) >= length:
-            return _copied_items(longest, length)
+            return list(longest[:length]) if pairs else _copied_items(longest, length)
         result = self._read_rows(seq, length)
         if length and (longest is UNKNOWN or len(longest) < length):
             flat = _flat_items(result)
