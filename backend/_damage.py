@@ -135,8 +135,8 @@ def guard({parameters}):
 def _guard(method: Callable[..., Any]) -> Callable[..., Any]:
     """``method`` with its failures passed through ``_failure``. The guard is compiled with
     the method's own parameters (as ``dataclasses`` makes its methods), so a call costs one
-    plain function call (some 40 ns) rather than the 300 ns of packing ``*args, **kwargs``
-    and unpacking them again: it sits on every public read."""
+    plain function call rather than packing ``*args, **kwargs`` and unpacking them again:
+    it sits on every public read."""
     namespace: dict[str, Any] = {
         "_rewind_method_": method,
         "_rewind_failure_": _failure,

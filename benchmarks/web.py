@@ -1,4 +1,4 @@
-"""The web explorer at issue 4's scale: 1,000 branches, 100,000 events.
+"""The web explorer at scale: 1,000 branches, 100,000 events.
 
 Run it from the repository root (the web extra installed)::
 
@@ -24,10 +24,10 @@ warm-up. Baselines, measured interleaved in the same run, are raw ``sqlite3`` re
 the same facts from the database file: for the overview every branch row (commit count,
 head, last write, event count) and every event's (branch, version, type); for the
 fragment the event, the one before it and the branch's state rows at the event's version
-(decoded). ``ratio = web / raw``. Targets (issue 4): overview < 1 s server-side, an event
+(decoded). ``ratio = web / raw``. Targets: overview < 1 s server-side, an event
 fragment on a 10,000-event branch < 50 ms.
 
-The thread run (issue 17): a LangGraph thread of 1,000 turns (a human question and an AI
+The thread run: a LangGraph thread of 1,000 turns (a human question and an AI
 answer each: 2,000 messages, 3,000 checkpoints), recorded with ``RewindSaver`` by a
 one-node ``MessagesState`` graph, in a database of its own (beside ``--db``, as
 ``DIR-thread``, when it is given). Requested in process like the pages above: the
@@ -47,7 +47,7 @@ run makes (the version and live-timeline polls, the overview poll with the stamp
 saw, event fragments, the branch page, a key's history, the overview, a compare page;
 ``--load-mix light`` leaves out the three that draw the whole graph or two whole logs).
 It prints requests/s, p50, p99 and the count of 5xx (and of failed connections), for
-``--read-connections 1`` (the baseline: one database for every request, as before) and
+``--read-connections 1`` (the baseline: one database for every request) and
 for the server's default, in that order, the ratio after / before. Target: p99 < 1 s
 and no 5xx with the default. The script asserts nothing and exits 0 whatever the
 verdicts.
