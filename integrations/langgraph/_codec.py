@@ -16,13 +16,13 @@ than serializing again.
 
 Loading goes through a :class:`Decoder`: every later checkpoint of a thread reads the same
 message again, so it remembers what each stored item decoded to and makes a new copy
-instead of running the serde's ``loads_typed`` (which validates every message anew). The
-copy is made the way ``pickle`` and ``copy.deepcopy`` make one, through the object's own
-``__reduce_ex__``/``__setstate__``, its state copied as new dicts, lists and sets that share
-only immutable values (so a long history does not copy every message's text again);
-anything whose state is not such plain data is a pickled copy. Only public API is used:
-pydantic's models are never given state by hand. Each load returns objects nobody else
-holds.
+instead of running the serde's ``loads_typed`` (which validates every message anew). Plain
+data (dicts, lists and sets of immutable values) is copied as new containers that share
+only the immutable values (so a long history does not copy every message's text again);
+an object whose state is plain data is copied as ``copy.deepcopy`` copies it, through its
+own ``__reduce_ex__`` and ``__setstate__``; anything else is a pickled copy. Only public
+protocols are used: pydantic's models are never given state by hand. Each load returns
+objects nobody else holds.
 """
 
 from __future__ import annotations
