@@ -25,8 +25,9 @@ inherited log, an append conflict, an ``as_of`` out of range), having written no
 The rules they share with the Python path have one definition each, which a test ties
 both paths to (``tests/backend/test_pg_routines.py``):
 
-- the clock: the text of ``_clock`` (``CLOCK``, ``next_version``, ``next_ts``), which
-  the Python path's ``NEXT_COMMIT`` is made of too;
+- the clock: the text of ``_clock`` (``SOURCES``, ``NOW``, ``next_version``, ``next_ts``,
+  ``PREVIOUS_HASH``), which the Python path's ``NEXT_COMMIT`` and ``CLOCK`` are made of
+  too;
 - the hash chain: ``_commit_hash.commit_hash`` and ``events.event_hash``, rendered in
   SQL beside them (``_commit_hash.sql_commit_hash``) or here (``sql_event_hash``), each
   rendering checked against its Python rule on hostile inputs;
@@ -42,14 +43,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._clock import CLOCK, PREVIOUS_HASH, next_ts, next_version
+from ._clock import NOW, PREVIOUS_HASH, SOURCES, next_ts, next_version
 from ._commit_hash import SQL_EVENT_PART, sql_commit_hash
 
 if TYPE_CHECKING:
     from ._connection import Connection
 
 #: The next version, its time and the hash it chains on, as ``_clock`` allocates them,
-#: for the select list of a statement that joins ``CLOCK`` (``p_now``: the caller's time).
+#: for the select list of a statement that joins ``SOURCES`` (``p_now``: the caller's time).
 NEXT = f"{next_version()}, {next_ts('p_now')}, {PREVIOUS_HASH}"
 
 
@@ -101,7 +102,7 @@ DECLARE
 BEGIN
   {lock}
   SELECT branch.id, {NEXT} INTO branch_id_, version_, ts_, previous_hash
-    FROM rewind_branches branch CROSS JOIN {CLOCK}
+    FROM rewind_branches branch {SOURCES}
     WHERE branch.name = p_branch AND branch.deleted_at IS NULL;
   IF branch_id_ IS NULL THEN
     RETURN NULL;
@@ -134,7 +135,7 @@ BEGIN
   {lock}
   SELECT branch.id, branch.parent_id, {NEXT}, last_event.sequence, last_event.hash
     INTO branch_id_, parent, version_, ts_, previous_hash, last_sequence, last_hash
-    FROM rewind_branches branch CROSS JOIN {CLOCK}
+    FROM rewind_branches branch {SOURCES}
     LEFT JOIN LATERAL (SELECT sequence, hash FROM rewind_events
       WHERE branch_id = branch.id ORDER BY version DESC, sequence DESC LIMIT 1) last_event ON true
     WHERE branch.name = p_branch AND branch.deleted_at IS NULL;
@@ -175,9 +176,9 @@ DECLARE
   parent bigint;
   fork bigint;
 BEGIN
-  SELECT branch.id, branch.forked_at, greatest(clock.v, branch.forked_at)
+  SELECT branch.id, branch.forked_at, greatest({NOW}, branch.forked_at)
     INTO step, forked, cap
-    FROM rewind_branches branch CROSS JOIN {CLOCK}
+    FROM rewind_branches branch {SOURCES}
     WHERE branch.name = p_branch AND branch.deleted_at IS NULL;
   IF step IS NULL THEN
     o_status := 1;

@@ -353,11 +353,13 @@ def test_both_paths_allocate_by_the_one_clock(pg: rewinddb.Database) -> None:
     # The Python path's statement is made of _clock's text, and so is every routine as
     # installed (its behaviour in every state of the clock: the test below).
     assert _engine.NEXT_COMMIT == _clock.NEXT_COMMIT, "_engine must take NEXT_COMMIT from _clock"
-    assert _clock.CLOCK in _clock.NEXT_COMMIT and _clock.next_ts("?") in _clock.NEXT_COMMIT
+    assert _engine.CLOCK == _clock.CLOCK, "_engine must read the clock by _clock.CLOCK"
+    for made in (_clock.NEXT_COMMIT, _clock.CLOCK):
+        assert _clock.SOURCES in made and _clock.NOW in made
     sources = _sources(pg)
     assert set(sources) == {"rewind_put_entry", "rewind_append_event", "rewind_read_entry"}
     for name, source in sources.items():
-        assert _clock.CLOCK in source, name
+        assert _clock.SOURCES in source and _clock.NOW in source, name
     for name in ("rewind_put_entry", "rewind_append_event"):
         assert _pg_routines.NEXT in sources[name]
         assert _clock.next_ts("p_now") in sources[name] and _clock.PREVIOUS_HASH in sources[name]
