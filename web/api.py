@@ -30,8 +30,10 @@ class ErrorResponse(BaseModel):
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorResponse, "description": "A parameter that cannot mean anything"},
     404: {"model": ErrorResponse, "description": "No such branch, event, key or version"},
     422: {"model": ErrorResponse, "description": "Malformed parameters"},
+    500: {"model": ErrorResponse, "description": "The database is damaged (a corrupt.* code)"},
     503: {"model": ErrorResponse, "description": "The database is busy or closed; retry"},
 }
 

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Form, Request
 from starlette.responses import RedirectResponse, Response
 
 import rewinddb
+from rewinddb.errors import CODES
 
 from .pages import db_of
 from .rendering import error_response, render
@@ -71,6 +72,6 @@ def merge(
         receipt = db.branches.merge(source, target, strategy=strategy, events=events)  # type: ignore[arg-type]
     except rewinddb.MergeConflictError as error:
         context.update(receipt=None, conflicts=[vars(c) for c in error.conflicts], error=str(error))
-        return render(request, "merge.html", context, status=409)
+        return render(request, "merge.html", context, status=CODES[error.code].status)
     context.update(receipt=receipt.to_dict(), summary=receipt.summary(), conflicts=[], error=None)
     return render(request, "merge.html", context)
