@@ -249,10 +249,10 @@ _NEW_OBJECT = vars(copyreg)["__newobj__"]
 
 
 def _copy_recipe(value: Any) -> tuple | None:
-    """``(class, state, plan)`` to copy ``value`` as ``copy.deepcopy`` does (its
-    ``__reduce_ex__``, then its class's own ``__setstate__`` given a copy of the state),
-    when that state is :func:`_plain` data and such a copy compares equal to ``value``
-    with an equal state; else None."""
+    """``(class, its __new__, its __setstate__, state, plan)`` to copy ``value`` as
+    ``copy.deepcopy`` does (its ``__reduce_ex__``, then its class's own ``__setstate__``
+    given a copy of the state), when that state is :func:`_plain` data and such a copy
+    compares equal to ``value`` with an equal state; else None."""
     kind = type(value)
     if getattr(kind, "__setstate__", None) is None:
         return None
@@ -265,7 +265,8 @@ def _copy_recipe(value: Any) -> tuple | None:
     if type(state) is not dict or not _plain(state):
         return None
     plan = _plan(state)
-    recipe = (kind, _copied(state, plan), plan)  # a state of its own, not the caller's
+    # The class's own functions, looked up once; a state of its own, not the caller's.
+    recipe = (kind, kind.__new__, kind.__setstate__, _copied(state, plan), plan)
     again = _copy(recipe)
     if type(again) is not kind or not bool(again == value):
         return None
@@ -275,10 +276,10 @@ def _copy_recipe(value: Any) -> tuple | None:
 
 
 def _copy(recipe: tuple) -> Any:
-    """A new object from :func:`_copy_recipe`'s ``(class, state, plan)``."""
-    kind, state, plan = recipe
-    value = kind.__new__(kind)
-    value.__setstate__(_copied(state, plan))
+    """A new object from :func:`_copy_recipe`'s recipe."""
+    kind, new, set_state, state, plan = recipe
+    value = new(kind)
+    set_state(value, _copied(state, plan))
     return value
 
 
