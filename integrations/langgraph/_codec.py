@@ -184,13 +184,13 @@ class Encoder:
         try:
             # What the serde stores for a model is made of its class and model_dump().
             made_of = (fields(value), value.model_extra) if how is _FIELDS else value.model_dump()
-            key = (kind, how, ormsgpack.packb(made_of, option=_STRICT))
+            packed = ormsgpack.packb(made_of, option=_STRICT)
         except Exception:  # something the serde packs its own way: no shortcut
             return dump_item(self.serde, value)
-        stored: str | None = self._remembered.get(key)
+        stored: str | None = self._remembered.get((kind, how, packed))
         if stored is None:
             stored = dump_item(self.serde, value)
-            self._remembered.put(key, stored, len(key[2]) + len(stored))
+            self._remembered.put((kind, how, packed), stored, len(packed) + len(stored))
         return stored
 
     def channel(self, value: Any, version: str | int | float | None) -> dict:
