@@ -72,6 +72,11 @@ SCRIPTS = [
         ("slider move, median of 20",),
     ),
     Script(
+        "langgraph_codec",
+        ("--quick",),
+        ("Decoder, remembered", "Encoder, remembered", "pickle.loads"),
+    ),
+    Script(
         "langgraph_savers",
         ("--turns", "5"),
         ("RewindSaver", "bytes on disk, closed", "strings", "notes"),
