@@ -14,13 +14,19 @@ this one text (``tests/backend/test_pg_routines.py`` ties them).
 
 from __future__ import annotations
 
+
+def _sources(columns: str) -> str:
+    """The joins that find the newest commit (its ``columns``) and the clock floor."""
+    return (
+        f"LEFT JOIN (SELECT {columns} FROM rewind_commits ORDER BY version DESC LIMIT 1) "
+        "newest ON 1 = 1 LEFT JOIN rewind_meta clock_floor ON clock_floor.key = 'clock_floor'"
+    )
+
+
 #: The clock's sources, joined to the table a statement reads (or to ``START``): the
 #: newest commit ``newest`` and the clock floor ``clock_floor``, one seek each (either may
 #: be missing). Portable SQL: SQLite runs it too.
-SOURCES = (
-    "LEFT JOIN (SELECT version, ts, hash FROM rewind_commits ORDER BY version DESC LIMIT 1) "
-    "newest ON 1 = 1 LEFT JOIN rewind_meta clock_floor ON clock_floor.key = 'clock_floor'"
-)
+SOURCES = _sources("version, ts, hash")
 #: One row to join ``SOURCES`` to, in a statement that reads no other table.
 START = "(SELECT 1 AS one) start"
 #: Where the clock stands, in a statement that joins ``SOURCES``: the newest version, or
@@ -32,8 +38,11 @@ NOW = (
 #: The hash of the newest commit (NULL in a new database), which the next one chains on,
 #: in a statement that joins ``SOURCES``.
 PREVIOUS_HASH = "newest.hash"
-#: The clock as a derived table ``clock (v)``, for a statement that only reads it.
-CLOCK = f"(SELECT {NOW} AS v FROM {START} {SOURCES}) clock"
+#: The clock as a derived table ``clock (v)``, for a statement that only reads it (its
+#: sources without the hash, which a database read before its migration to schema 6
+#: lacks).
+READ_SOURCES = _sources("version, ts")
+CLOCK = f"(SELECT {NOW} AS v FROM {START} {READ_SOURCES}) clock"
 
 
 def next_version() -> str:

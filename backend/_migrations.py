@@ -79,7 +79,10 @@ def _to_schema_6(conn: Migrating) -> None:
 def _to_schema_7(conn: Migrating) -> None:
     """A stored value may hold shared objects (``_arrays``: an object of many members
     stored as its pairs, ``{}`` in the skeleton). Older values read as they are: nothing
-    to change; the version keeps an older rewinddb from misreading newer values."""
+    to change; the version keeps an older rewinddb from misreading newer values.
+    PostgreSQL's routines are installed as this rewinddb defines them (their clock and
+    hash now come from one text with the Python path's)."""
+    conn.install_routines()
 
 
 #: schema version N -> the migration from N-1 to N. Schema 1 is the first released one.

@@ -354,8 +354,8 @@ def test_both_paths_allocate_by_the_one_clock(pg: rewinddb.Database) -> None:
     # installed (its behaviour in every state of the clock: the test below).
     assert _engine.NEXT_COMMIT == _clock.NEXT_COMMIT, "_engine must take NEXT_COMMIT from _clock"
     assert _engine.CLOCK == _clock.CLOCK, "_engine must read the clock by _clock.CLOCK"
-    for made in (_clock.NEXT_COMMIT, _clock.CLOCK):
-        assert _clock.SOURCES in made and _clock.NOW in made
+    assert _clock.SOURCES in _clock.NEXT_COMMIT and _clock.NOW in _clock.NEXT_COMMIT
+    assert _clock.READ_SOURCES in _clock.CLOCK and _clock.NOW in _clock.CLOCK
     sources = _sources(pg)
     assert set(sources) == {"rewind_put_entry", "rewind_append_event", "rewind_read_entry"}
     for name, source in sources.items():
