@@ -60,36 +60,30 @@ class Notes(TypedDict):
     notes: dict[str, str]
 
 
-def chat_graph(checkpointer: Any) -> Any:
-    def reply(state: Chat) -> dict[str, Any]:
-        return {"messages": [AIMessage(content=f"{len(state['messages'])}: {TEXT}")]}
-
-    builder = StateGraph(Chat)
-    builder.add_node("reply", reply)
-    builder.add_edge(START, "reply")
-    return builder.compile(checkpointer=checkpointer)
+def reply(state: Chat) -> dict[str, Any]:
+    return {"messages": [AIMessage(content=f"{len(state['messages'])}: {TEXT}")]}
 
 
-def strings_graph(checkpointer: Any) -> Any:
-    def add(state: Strings) -> dict[str, Any]:
-        return {"items": [f"{len(state['items'])}: {TEXT}"]}
-
-    builder = StateGraph(Strings)
-    builder.add_node("add", add)
-    builder.add_edge(START, "add")
-    return builder.compile(checkpointer=checkpointer)
+def add(state: Strings) -> dict[str, Any]:
+    return {"items": [f"{len(state['items'])}: {TEXT}"]}
 
 
-def notes_graph(checkpointer: Any) -> Any:
-    def write(state: Notes) -> dict[str, Any]:
-        notes = dict(state.get("notes") or {})
-        notes[f"note-{state['turn']}"] = f"{state['turn']}: {TEXT}"
-        return {"notes": notes}
+def write(state: Notes) -> dict[str, Any]:
+    notes = dict(state.get("notes") or {})
+    notes[f"note-{state['turn']}"] = f"{state['turn']}: {TEXT}"
+    return {"notes": notes}
 
-    builder = StateGraph(Notes)
-    builder.add_node("write", write)
-    builder.add_edge(START, "write")
-    return builder.compile(checkpointer=checkpointer)
+
+def one_node_graph(schema: type, node: Callable[[Any], dict[str, Any]]) -> Callable[[Any], Any]:
+    """A graph of ``schema`` that runs ``node`` once per invoke, built on a checkpointer."""
+
+    def build(checkpointer: Any) -> Any:
+        builder = StateGraph(schema)
+        builder.add_node(node.__name__, node)
+        builder.add_edge(START, node.__name__)
+        return builder.compile(checkpointer=checkpointer)
+
+    return build
 
 
 class Workload:
@@ -101,10 +95,11 @@ class Workload:
 
 WORKLOADS = {
     "messages": Workload(
-        chat_graph, lambda turn: {"messages": [HumanMessage(content=f"{turn}: {TEXT}")]}
+        one_node_graph(Chat, reply),
+        lambda turn: {"messages": [HumanMessage(content=f"{turn}: {TEXT}")]},
     ),
-    "strings": Workload(strings_graph, lambda turn: {"items": []}),
-    "notes": Workload(notes_graph, lambda turn: {"turn": turn}),
+    "strings": Workload(one_node_graph(Strings, add), lambda turn: {"items": []}),
+    "notes": Workload(one_node_graph(Notes, write), lambda turn: {"turn": turn}),
 }
 
 
