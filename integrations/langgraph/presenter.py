@@ -695,7 +695,7 @@ class LangGraphPresenter(Presenter):
             start = max(end - limit, 0)
             memo: dict[Any, Any] = {}
             decoded = [readable(stored, memo=memo) for stored in items[start:end]]
-            steps = self._message_steps(view, as_of, decoded, memo)
+            steps = self._message_steps(db, view, as_of, decoded, memo)
             page = [
                 message(value, stored, steps.get(_id_of(value) or ""))
                 for value, stored in zip(decoded, items[start:end], strict=True)
@@ -724,6 +724,7 @@ class LangGraphPresenter(Presenter):
 
     def _message_steps(
         self,
+        db: rewinddb.Database,
         view: rewinddb.BranchView,
         as_of: int | None,
         decoded: list[Any],
@@ -740,6 +741,23 @@ class LangGraphPresenter(Presenter):
         unnamed = {_without_id(value): mid for mid, value in wanted.items()}
         found: dict[str, _Write] = {}
         edited: set[str] = set()
+
+        def consider(write: _Write | None, inherited: set[str] | None = None) -> None:
+            if write is None or write.channel != MESSAGES:
+                return
+            if inherited is not None and write.checkpoint not in inherited:
+                return
+            value = readable(write.value, memo=memo)
+            for written in value if isinstance(value, list) else [value]:
+                mid = _id_of(written)
+                if mid is None and isinstance(written, dict):
+                    mid = unnamed.get(_without_id(written))
+                    written = {**written, "id": mid}
+                if mid in wanted and mid not in found:
+                    found[mid] = write
+                    if written != wanted[mid]:
+                        edited.add(mid)
+
         end = view.events.length(as_of=as_of)
         budget = read = 4 * len(wanted) + _CHUNK
         while end > 0 and budget > 0 and len(found) < len(wanted):
@@ -747,28 +765,26 @@ class LangGraphPresenter(Presenter):
             after = start - 1 if start else None
             items = view.events.list(as_of=as_of, after=after, limit=end - start)
             for item in reversed(items):
-                write = _write(item.event)
-                if write is None or write.channel != MESSAGES:
-                    continue
-                value = readable(write.value, memo=memo)
-                for written in value if isinstance(value, list) else [value]:
-                    mid = _id_of(written)
-                    if mid is None and isinstance(written, dict):
-                        mid = unnamed.get(_without_id(written))
-                        written = {**written, "id": mid}
-                    if mid in wanted and mid not in found:
-                        found[mid] = write
-                        if written != wanted[mid]:
-                            edited.add(mid)
+                consider(_write(item.event))
             budget -= end - start
             end = start
-        if not found:
-            return {}
         # The checkpoints the writes made are among as many as were read. (A write is
         # saved in the background, maybe after the next checkpoint: its checkpoint's
         # child is the step it made, whatever version the write itself has.)
         entries = view.kv.history(_names.CHECKPOINT_KEY, as_of=as_of, limit=read - budget + _CHUNK)
         records = [record for entry in entries if (record := _record(entry)) is not None]
+        if len(found) < len(wanted):
+            # A fork's parent may have saved a write of an inherited checkpoint after the
+            # fork point (in the background): it is the fork's history too.
+            info = view.info()
+            if info.parent is not None and db.branches.exists(info.parent):
+                inherited = {r.id for r in records if r.version <= info.forked_at}
+                parent = db.at(info.parent)
+                start = parent.events.length(as_of=info.forked_at)
+                for item in parent.events.list(after=start - 1 if start else None, limit=read):
+                    consider(_write(item.event), inherited)
+        if not found:
+            return {}
         made_by = {record.parent: index for index, record in enumerate(records) if record.parent}
         steps: dict[str, int] = {}
         for mid, write in found.items():
