@@ -778,7 +778,7 @@ class LangGraphPresenter(Presenter):
             # fork point (in the background): it is the fork's history too.
             info = view.info()
             if info.parent is not None and db.branches.exists(info.parent):
-                inherited = {r.id for r in records if r.version <= info.forked_at}
+                inherited = {r.id for r in records if r.id and r.version <= info.forked_at}
                 parent = db.at(info.parent)
                 start = parent.events.length(as_of=info.forked_at)
                 for item in parent.events.list(after=start - 1 if start else None, limit=read):
