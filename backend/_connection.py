@@ -452,9 +452,9 @@ class Connection:
 #: a typical agent record (a message, a checkpoint's bookkeeping: 1-2 KB) on its page.
 PAGE_SIZE = 8192
 #: The WAL is copied into the database once it holds this many pages, and then cut back
-#: to ``WAL_KEEP_BYTES``: the files on disk stay about the size of the data, also while
-#: a database is open.
-WAL_CHECKPOINT_PAGES = 64
+#: to ``WAL_KEEP_BYTES``: it stays within about 2 MiB while a database is open. (Each
+#: checkpoint costs fsyncs: a WAL much smaller than this slows single writes.)
+WAL_CHECKPOINT_PAGES = 256
 WAL_KEEP_BYTES = WAL_CHECKPOINT_PAGES * PAGE_SIZE
 
 
