@@ -35,7 +35,7 @@ class KeySpace:
         """The stored value of ``key`` at ``as_of``, or ``MISSING``."""
         check_name(key, "key")
         engine = self._engine
-        with engine.conn.lock:
+        with engine.conn.lock, engine.memory.reading():
             found = engine.read_in_server(self._branch, as_of, self.space, key)
             if found is not None:
                 return found[0]
@@ -56,7 +56,7 @@ class KeySpace:
             )
         wanted = sorted({check_name(key, "key") for key in names})
         engine = self._engine
-        with engine.conn.lock:
+        with engine.conn.lock, engine.memory.reading():
             record = engine.branch(self._branch)
             version = engine.resolve_as_of(record, as_of)
             rows = engine.read_entries(record, version, self.space, wanted)

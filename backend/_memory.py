@@ -20,7 +20,8 @@ there is one place to look at and one rule to test (``tests/backend/test_memory.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 #: What :meth:`Memory.get` returns for an answer it does not hold.
@@ -46,11 +47,32 @@ class Memory:
         self._token: Hashable | None = None
         self._answers: dict[tuple[str, Hashable], tuple[Any, int]] = {}  # (value, size)
         self._bytes = 0
+        #: The token read once for a block of reads (``reading``), boxed (it may be None).
+        self._read_once: tuple[Hashable | None] | None = None
         rolled_back.append(self.clear)
+
+    def _token_now(self) -> Hashable | None:
+        if self._read_once is not None:
+            return self._read_once[0]
+        return self._change_token()
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """A block of reads that asks for the token once, at its start: every row the
+        block reads is read after that, so it is at least as new as the token says (a
+        later call asks again and finds any commit made since)."""
+        if self._read_once is not None:
+            yield
+            return
+        self._read_once = (self._change_token(),)
+        try:
+            yield
+        finally:
+            self._read_once = None
 
     def _valid(self) -> bool:
         """Whether the answers held are current (dropping them if not)."""
-        token = self._change_token()
+        token = self._token_now()
         if token is None:
             if self._answers:
                 self.clear()
@@ -68,7 +90,7 @@ class Memory:
 
     def put(self, slot: str, key: Hashable, value: Any, *, size: int = 0) -> None:
         """Hold ``value`` as the answer for ``key`` in ``slot`` (``size``: its bytes)."""
-        token = self._change_token()
+        token = self._token_now()
         if token is None:
             return
         if token != self._token:  # someone committed since this answer may have been read

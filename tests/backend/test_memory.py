@@ -177,3 +177,15 @@ def test_on_postgresql_answers_are_kept_only_inside_a_write_transaction(
             assert db.kv.get("k") == "w"
         assert memory.get("clock") is _memory.UNKNOWN
         assert db.kv.get("k") == "w"
+
+
+def test_a_read_asks_for_the_change_token_once(db_path: Path) -> None:
+    """Outside a transaction a read asks for the token at its start only: the rows it
+    reads come after that, so nothing older than the token is kept."""
+    with rewinddb.open(db_path) as db:
+        for n in range(20):
+            db.kv.put(f"k{n % 3}", n)
+        with statements(db) as seen:
+            assert db.kv.get("k1", as_of=5) == 4
+            assert db.kv.get_many(["k0", "k2"], as_of=10) == {"k0": 9, "k2": 8}
+        assert len([s for s in seen if s == "PRAGMA data_version"]) == 2, seen
