@@ -653,28 +653,7 @@ class Engine:
         newer than its ancestors', so the newest row found wins. The newest entry now is
         remembered (``entry``): it answers every version from its own on.
         """
-        slot = (record.id, space, key)
-        known = self.memory.get("entry", slot)
-        if known is not UNKNOWN and (known is None or known.version <= version):
-            return known  # type: ignore[no-any-return]
-        newest = version >= self.clock()
-        steps = self.row_lineage(record, version)
-        if not steps:
-            if newest:
-                self.memory.put("entry", slot, None)
-            return None
-        seek = (
-            f"SELECT * FROM (SELECT {self._ENTRY_COLUMNS}, branch_id FROM rewind_entries "
-            "WHERE branch_id = ? AND space = ? AND key = ? AND version <= ? "
-            "ORDER BY version DESC LIMIT 1) step{}"
-        )
-        sql = " UNION ALL ".join(seek.format(i) for i in range(len(steps)))
-        params = [value for branch_id, cap in steps for value in (branch_id, space, key, cap)]
-        rows = self.conn.fetchall(sql, params)
-        found = EntryRow(*max(rows, key=lambda row: row[3])) if rows else None
-        if newest:
-            self._remember_entry(slot, found)
-        return found
+        return self.read_entries(record, version, space, [key]).get(key)
 
     def read_entries(
         self, record: BranchRecord, version: int, space: str, keys: list[str]
@@ -691,16 +670,16 @@ class Engine:
                     found[key] = known
             else:
                 unknown.append(key)
-        steps = self.row_lineage(record, version)
-        if not unknown or not steps:
+        if not unknown:
             return found
+        newest = version >= self.clock()
+        steps = self.row_lineage(record, version)
         seek = (
             f"SELECT * FROM (SELECT {self._ENTRY_COLUMNS}, branch_id, key FROM rewind_entries "
             "WHERE branch_id = ? AND space = ? AND key = ? AND version <= ? "
             "ORDER BY version DESC LIMIT 1) step{}"
         )
         pairs = [(key, step) for key in unknown for step in steps]
-        newest = version >= self.clock()
         for start in range(0, len(pairs), _SEEKS_PER_STATEMENT):
             chunk = pairs[start : start + _SEEKS_PER_STATEMENT]
             sql = " UNION ALL ".join(seek.format(i) for i in range(len(chunk)))
