@@ -8,7 +8,7 @@ backwards on the clock, even when the machine's clock does.
 
 ``NEXT_COMMIT`` (the Python path's statement on both backends) and ``CLOCK`` (the clock's
 reading) are made of it; PostgreSQL's routines (``_pg_routines``) join ``SOURCES`` and use
-``NOW``, ``next_version``, ``next_ts`` and ``PREVIOUS_HASH``, so both paths allocate by
+``NOW``, ``next_version``, ``next_ts`` and ``previous_hash``, so both paths allocate by
 this one text (``tests/backend/test_pg_routines.py`` ties them).
 """
 
@@ -26,7 +26,7 @@ def _sources(columns: str) -> str:
 #: The clock's sources, joined to the table a statement reads (or to ``START``): the
 #: newest commit ``newest`` and the clock floor ``clock_floor``, one seek each (either may
 #: be missing). Portable SQL: SQLite runs it too.
-SOURCES = _sources("version, ts, hash")
+SOURCES = _sources("version, ts")
 #: One row to join ``SOURCES`` to, in a statement that reads no other table.
 START = "(SELECT 1 AS one) start"
 #: Where the clock stands, in a statement that joins ``SOURCES``: the newest version, or
@@ -35,9 +35,17 @@ NOW = (
     "CASE WHEN coalesce(CAST(clock_floor.value AS BIGINT), 0) > coalesce(newest.version, 0) "
     "THEN coalesce(CAST(clock_floor.value AS BIGINT), 0) ELSE coalesce(newest.version, 0) END"
 )
-#: The hash of the newest commit (NULL in a new database), which the next one chains on,
-#: in a statement that joins ``SOURCES``.
-PREVIOUS_HASH = "newest.hash"
+
+
+def previous_hash(branch_id: str) -> str:
+    """The hash a new commit of branch ``branch_id`` (an expression) chains on: the
+    branch's newest commit's (NULL for its first; ``_commit_hash``)."""
+    return (
+        "(SELECT hash FROM rewind_commits WHERE branch_id = "
+        f"{branch_id} ORDER BY version DESC LIMIT 1)"
+    )
+
+
 #: The clock as a derived table ``clock (v)``, for a statement that only reads it (its
 #: sources without the hash, which a database read before its migration to schema 6
 #: lacks).
@@ -59,11 +67,11 @@ def next_ts(now: str) -> str:
 
 #: Allocate and record the next version in one statement (one round trip under the write
 #: lock). Parameters: branch id, now, now, trigger, message, merge branch id, merge
-#: version. Until the commit is sealed (``Engine.seal``) its ``hash`` holds the hash of
-#: the commit before it, which the seal chains on.
+#: version, branch id. Until the commit is sealed (``Engine.seal``) its ``hash`` holds
+#: the hash of its branch's commit before it, which the seal chains on.
 NEXT_COMMIT = (
     "INSERT INTO rewind_commits (version, branch_id, ts, trigger, message, "
     "merge_branch_id, merge_version, hash) "
-    f"SELECT {next_version()}, ?, {next_ts('?')}, ?, ?, ?, ?, {PREVIOUS_HASH} "
+    f"SELECT {next_version()}, ?, {next_ts('?')}, ?, ?, ?, ?, {previous_hash('?')} "
     f"FROM {START} {SOURCES} RETURNING version, ts, hash"
 )

@@ -1,12 +1,19 @@
-"""The hash chain over commits: each commit's hash covers what it wrote.
+"""The hash chains over commits: each commit's hash covers what it wrote.
 
-A commit's hash is sha256 over the hash of the commit before it on the clock, the commit's
-own fields (version, branch, time, merge parent, trigger, message) and one part per row
-it wrote: each entry (space, key, kind, trigger, body, refs) and each event (sequence,
-its own chained hash, time, origin). An edited, added or removed row, or a removed
-commit, changes a hash that ``Database.verify()`` recomputes. (A shared array's items
-are covered by their own prefix hashes, which ``verify()`` recomputes too; an entry's
-part covers which array and how many items.)
+Each branch has a chain of its own: a commit's hash is sha256 over the hash of the
+branch's commit before it, the commit's own fields (version, branch, time, merge parent,
+trigger, message) and one part per row it wrote: the sha256 digest of each entry's part
+(space, key, kind, trigger, body, refs) and each event's part (sequence, its own chained
+hash, time, origin). An edited, added or removed row, or a removed commit before the
+branch's newest, changes a hash that ``Database.verify()`` recomputes. (A shared array's
+items are covered by their own prefix hashes, which ``verify()`` recomputes too; an
+entry's part covers which array and how many items.)
+
+Why a chain per branch, over digests: erasure and retention remove rows and commits.
+An erased entry keeps its part's digest (``erasure``), so its commit still verifies
+without its value; a purged branch takes its whole chain with it, and a branch whose
+oldest history was pruned starts its chain at the hash its horizon keeps
+(``rewind_horizons``), so no other branch's chain changes.
 
 Each part is canonical JSON (orjson) of its scalar fields, with the lengths of its byte
 fields, followed by those bytes, so no two different rows encode alike. PostgreSQL's
@@ -69,6 +76,24 @@ def entry_part(space: str, key: str, kind: int, body: Any, refs: Any, trigger: s
     )
 
 
+#: An erased entry's kind: its body is :func:`entry_digest` of the row as written.
+KIND_ERASED = 3
+
+
+def entry_digest(part: bytes) -> bytes:
+    """What a commit's hash covers of an entry: the sha256 of its part."""
+    return hashlib.sha256(part).digest()
+
+
+def stored_entry_digest(
+    space: str, key: str, kind: int, body: Any, refs: Any, trigger: str | None
+) -> bytes:
+    """The digest of an entry as stored: an erased one keeps it as its body."""
+    if kind == KIND_ERASED and type(body) is bytes and len(body) == 32:
+        return body
+    return entry_digest(entry_part(space, key, kind, body, refs, trigger))
+
+
 def event_part(
     sequence: int, digest: str, ts: int, origin_branch: int | None, origin_sequence: int | None
 ) -> bytes:
@@ -87,8 +112,9 @@ def commit_hash(
     entries: Iterable[bytes],
     events: Iterable[bytes],
 ) -> str:
-    """The hash of a commit: ``commit`` is (version, branch id, ts, trigger, message,
-    merge branch id, merge version); ``entries`` its entries' parts (in any order: they
+    """The hash of a commit: ``previous`` is the hash of its branch's commit before it,
+    ``commit`` is (version, branch id, ts, trigger, message, merge branch id, merge
+    version); ``entries`` its entries' digests (:func:`entry_digest`, in any order: they
     are sorted), ``events`` its events' parts in sequence order."""
     version, branch_id, ts, trigger, message, merge_branch, merge_version = commit
     # The same bytes as the fields with their texts_part (what the routines join).
@@ -97,11 +123,14 @@ def commit_hash(
     return hashlib.sha256(whole).hexdigest()
 
 
-def sql_commit_hash(previous: str, texts: str, part: str) -> str:
+def sql_commit_hash(previous: str, texts: str, part: str, *, digest: bool) -> str:
     """PostgreSQL for :func:`commit_hash` of a commit made by a write routine (no merge
     parent, one row): ``previous`` is the previous hash, ``texts`` the bytea of
-    :func:`texts_part`, ``part`` the bytea of the row's part; the routine's ``version_``,
-    ``branch_id_`` and ``ts_`` are the commit's fields."""
+    :func:`texts_part`, ``part`` the bytea of the row's part (an entry's, hashed first
+    when ``digest``); the routine's ``version_``, ``branch_id_`` and ``ts_`` are the
+    commit's fields."""
+    if digest:
+        part = f"sha256({part})"
     head = "convert_to('[' || version_ || ',' || branch_id_ || ',' || ts_ || ',null,null,', 'UTF8')"
     chain = r"'\x1e43'::bytea"  # CHAIN + COMMIT
     whole = (
@@ -140,23 +169,37 @@ _EVENTS = (
 )
 
 
+def chain_starts(conn: Statements, after: int = 0) -> dict[Any, str | None]:
+    """Each branch's hash that its first commit after version ``after`` chains on: its
+    newest commit at or before ``after``, else where retention cut its history."""
+    starts: dict[Any, str | None] = dict(
+        conn.fetchall("SELECT branch_id, previous_hash FROM rewind_horizons")
+    )
+    if after:
+        starts.update(
+            conn.fetchall(
+                "SELECT c.branch_id, c.hash FROM rewind_commits c JOIN (SELECT branch_id, "
+                "max(version) AS newest FROM rewind_commits WHERE version <= ? "
+                "GROUP BY branch_id) n ON c.version = n.newest",
+                (after,),
+            )
+        )
+    return starts
+
+
 def recompute(conn: Statements, *, after: int = 0, chain_on_stored: bool) -> Iterator[Recomputed]:
     """Each commit after version ``after``, in order, with its hash recomputed from its
-    rows: chained on the stored hash of the commit before (``verify``: each mismatch is
-    then a commit of its own) or on the recomputed one (``reseal``)."""
-    row = conn.fetchone(
-        "SELECT hash FROM rewind_commits WHERE version <= ? ORDER BY version DESC LIMIT 1",
-        (after,),
-    )
-    previous: str | None = row[0] if row else None
+    rows: chained on the stored hash of its branch's commit before it (``verify``: each
+    mismatch is then a commit of its own) or on the recomputed one (``reseal``)."""
+    previous = chain_starts(conn, after)
     for commit in conn.fetchall(_COMMITS, (after,)):
         version, branch_id = commit[0], commit[1]
-        entries = [entry_part(*r) for r in conn.fetchall(_ENTRIES, (branch_id, version))]
+        entries = [stored_entry_digest(*r) for r in conn.fetchall(_ENTRIES, (branch_id, version))]
         events = [event_part(*r) for r in conn.fetchall(_EVENTS, (branch_id, version))]
-        computed = commit_hash(previous, tuple(commit[:7]), entries, events)
+        computed = commit_hash(previous.get(branch_id), tuple(commit[:7]), entries, events)
         stored = commit[7]
         yield Recomputed(version, branch_id, stored, computed)
-        previous = stored if chain_on_stored else computed
+        previous[branch_id] = stored if chain_on_stored else computed
 
 
 def reseal(conn: Statements, *, after: int = 0) -> int:

@@ -220,6 +220,15 @@ class Connection:
         )
         self.install_routines()
 
+    def create_missing(self) -> None:
+        """Create the schema's tables and indexes an older database lacks (a migration
+        that adds them), in the open transaction."""
+        dialect = self._ddl_dialect()
+        for table in _schema.TABLES:
+            self.execute(str(CreateTable(table, if_not_exists=True).compile(dialect=dialect)))
+            for index in sorted(table.indexes, key=lambda index: str(index.name)):
+                self.execute(str(CreateIndex(index, if_not_exists=True).compile(dialect=dialect)))
+
     def close(self) -> None:
         with self.lock:
             if not self._closed:

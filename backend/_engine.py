@@ -19,6 +19,7 @@ from . import _commit_hash
 from ._arrays import SharedArrays
 from ._clock import CLOCK, NEXT_COMMIT
 from ._connection import Connection
+from ._horizons import Horizon, horizon
 from ._memory import UNKNOWN as UNKNOWN
 from ._values import validate
 from .errors import (
@@ -35,6 +36,10 @@ AsOf = Union[int, datetime, None]  # noqa: UP007 - a runtime alias, Python 3.10
 DEFAULT_BRANCH = "default"
 
 KIND_JSON, KIND_BYTES, KIND_DELETED = 0, 1, 2
+#: An erased entry (``erasure``): it reads as absent, and keeps its place in history.
+KIND_ERASED = _commit_hash.KIND_ERASED
+#: The kinds that hold no value.
+NO_VALUE = frozenset((KIND_DELETED, KIND_ERASED))
 
 #: How a value is stored: (kind, body, arrays to share or None); see ``Engine.encode``.
 Encoded = tuple[int, Union[bytes, None], Any]  # noqa: UP007 - a runtime alias, Python 3.10
@@ -222,7 +227,7 @@ class WriteContext:
     previous_hash: str | None = None
     """The hash of the commit before this one, as its allocation read it."""
     entry_parts: dict[tuple[str, str], bytes] = field(default_factory=dict)
-    """What this commit's hash covers of each entry it wrote (``_commit_hash``)."""
+    """What this commit's hash covers of each entry it wrote: its digest (``_commit_hash``)."""
     event_parts: list[bytes] = field(default_factory=list)
     """... and of each event it appended, in order."""
 
@@ -241,6 +246,7 @@ class WriteContext:
                     self.message,
                     merge_branch,
                     merge_version,
+                    self.branch.id,
                 ),
             )
             self.version, self.ts, self.previous_hash = int(version), int(ts), previous
@@ -500,6 +506,7 @@ class Engine:
                     branch=record.name,
                     as_of=as_of.isoformat(),
                 )
+            self.check_kept(record, version)
             return version
         if isinstance(as_of, bool) or not isinstance(as_of, int):
             raise InvalidInputError(
@@ -518,7 +525,28 @@ class Engine:
                 branch=record.name,
                 as_of=as_of,
             )
+        self.check_kept(record, as_of)
         return as_of
+
+    def horizon(self, branch_id: int) -> Horizon | None:
+        """Where retention cut the branch's history (``_horizons``), or None (always, in a
+        database read as it is from before schema 8, which had no retention)."""
+        if self.conn.schema_migrated[1] < 8:
+            return None
+        return horizon(self.memory, self.conn, branch_id)
+
+    def check_kept(self, record: BranchRecord, version: int) -> None:
+        """Refuse a read at a version retention removed from ``record``'s history."""
+        found = self.horizon(record.id)
+        if found is not None and version < found.kept_from:
+            raise HistoryUnavailableError(
+                f"version {version} of branch {record.name!r} was removed by retention "
+                f"({found.policy}); its history is kept from version {found.kept_from} on",
+                branch=record.name,
+                as_of=version,
+                kept_from=found.kept_from,
+                policy=found.policy,
+            )
 
     # -- writing -----------------------------------------------------------------
 
@@ -588,7 +616,7 @@ class Engine:
 
     def seal(self) -> None:
         """Give each commit of the committing transaction its hash, in version order,
-        each chained on the one before (``_commit_hash``)."""
+        each chained on its branch's commit before it (``_commit_hash``)."""
         owner, contexts = self._unsealed
         if not contexts:
             return
@@ -597,13 +625,17 @@ class Engine:
             return
         # In allocation order, which is version order: a commit rolled back by a
         # savepoint left the list when its version came round again (``allocated``).
-        previous: str | None = contexts[0].previous_hash
+        # Each chains on its branch's commit before it: one of this transaction, or the
+        # one its allocation read.
+        newest: dict[int, str] = {}
         for context in contexts:
             if context.version is None:  # its group's first write was rolled back
                 continue
-            previous = context.hash_after(previous)
+            branch_id = context.branch.id
+            digest = context.hash_after(newest.get(branch_id, context.previous_hash))
+            newest[branch_id] = digest
             self.conn.execute(
-                "UPDATE rewind_commits SET hash = ? WHERE version = ?", (previous, context.version)
+                "UPDATE rewind_commits SET hash = ? WHERE version = ?", (digest, context.version)
             )
 
     def check_fork_source(self, record: BranchRecord) -> None:
@@ -702,7 +734,7 @@ class Engine:
             self.memory.put("entry", slot, row, size=size + 100)
 
     def decode(self, kind: int, body: bytes | None, refs: bytes | None) -> Any:
-        if kind == KIND_DELETED:
+        if kind in NO_VALUE:
             return MISSING
         if kind == KIND_BYTES:
             return bytes(body or b"")
@@ -736,7 +768,7 @@ class Engine:
     def exists_now(self, record: BranchRecord, space: str, key: str) -> bool:
         """Whether ``key`` holds a value on ``record`` now (it is not absent or deleted)."""
         newest = self.newest_entry(record, space, key)
-        return newest is not None and newest[0] != KIND_DELETED
+        return newest is not None and newest[0] not in NO_VALUE
 
     def read_value(self, record: BranchRecord, version: int, space: str, key: str) -> Any:
         """The value of ``key`` at (record, version), or ``MISSING``."""
@@ -779,8 +811,8 @@ class Engine:
             body, refs = self.arrays.encode(value, shared, previous_refs)
         slot = (space, key)
         version = context.commit()
-        context.entry_parts[slot] = _commit_hash.entry_part(
-            space, key, kind, body, refs, context.entry_trigger
+        context.entry_parts[slot] = _commit_hash.entry_digest(
+            _commit_hash.entry_part(space, key, kind, body, refs, context.entry_trigger)
         )
         if slot in context.written:
             self.conn.execute(
@@ -819,8 +851,8 @@ class Engine:
                 (context.branch.id, space, key, version, kind, body, None, context.entry_trigger)
             )
             context.written.add(slot)
-            context.entry_parts[slot] = _commit_hash.entry_part(
-                space, key, kind, body, None, context.entry_trigger
+            context.entry_parts[slot] = _commit_hash.entry_digest(
+                _commit_hash.entry_part(space, key, kind, body, None, context.entry_trigger)
             )
         if rows:
             self.conn.executemany(self._INSERT_ENTRY, rows)
@@ -917,7 +949,7 @@ class Engine:
             ):
                 if prefix is None or key.startswith(prefix):
                     newest.setdefault(key, (kind, body, refs))
-        return {key: row for key, row in newest.items() if row[0] != KIND_DELETED}
+        return {key: row for key, row in newest.items() if row[0] not in NO_VALUE}
 
     def newest_rows(
         self, branch_id: int, cap: int, space: str, columns: str, *, prefix: str | None = None

@@ -68,12 +68,10 @@ def _has_column(conn: Migrating, table: str, column: str) -> bool:
 
 
 def _to_schema_6(conn: Migrating) -> None:
-    """Each commit gets its hash (``_commit_hash``): the column, every existing commit's
-    hash computed from its rows, and PostgreSQL's routines that hash what they write."""
+    """Each commit gets its hash (``_commit_hash``): the column (schema 8 computes the
+    hashes, as it defines them)."""
     if not _has_column(conn, "rewind_commits", "hash"):
         conn.execute("ALTER TABLE rewind_commits ADD COLUMN hash VARCHAR")
-    _commit_hash.reseal(conn)
-    conn.install_routines()
 
 
 def _to_schema_7(conn: Migrating) -> None:
@@ -85,6 +83,16 @@ def _to_schema_7(conn: Migrating) -> None:
     conn.install_routines()
 
 
+def _to_schema_8(conn: Migrating) -> None:
+    """Each branch gets a hash chain of its own, over digests of its rows, so erasure and
+    retention can remove rows (``_commit_hash``): the horizons table, the index that finds
+    a branch's newest commit, every commit's hash computed again, and PostgreSQL's
+    routines that chain as the Python path does."""
+    conn.create_missing()
+    _commit_hash.reseal(conn)
+    conn.install_routines()
+
+
 #: schema version N -> the migration from N-1 to N. Schema 1 is the first released one.
 MIGRATIONS: dict[int, Migration] = {
     2: _to_schema_2,
@@ -93,6 +101,7 @@ MIGRATIONS: dict[int, Migration] = {
     5: _install_routines,
     6: _to_schema_6,
     7: _to_schema_7,
+    8: _to_schema_8,
 }
 
 
@@ -100,8 +109,9 @@ MIGRATIONS: dict[int, Migration] = {
 #: by these and is read as it is. On SQLite schemas 2 to 5 change nothing at all; schema 5
 #: only made PostgreSQL's routines cheaper (the previous read routine reads the same);
 #: schema 6's hashes are read only by ``verify()``, which asks for the migration; schema 7
-#: only lets newer values be written.
-_WRITERS_ONLY = {"sqlite": {2, 3, 4, 5, 6, 7}, "postgresql": {5, 6, 7}}
+#: only lets newer values be written; schema 8's hashes are read only by ``verify()``, and
+#: a database without its horizons table has had no history pruned (``Engine.horizon``).
+_WRITERS_ONLY = {"sqlite": {2, 3, 4, 5, 6, 7, 8}, "postgresql": {5, 6, 7, 8}}
 
 
 def stored_version(conn: Migrating) -> int:

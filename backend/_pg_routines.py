@@ -26,7 +26,7 @@ The rules they share with the Python path have one definition each, which a test
 both paths to (``tests/backend/test_pg_routines.py``):
 
 - the clock: the text of ``_clock`` (``SOURCES``, ``NOW``, ``next_version``, ``next_ts``,
-  ``PREVIOUS_HASH``), which the Python path's ``NEXT_COMMIT`` and ``CLOCK`` are made of
+  ``previous_hash``), which the Python path's ``NEXT_COMMIT`` and ``CLOCK`` are made of
   too;
 - the hash chain: ``_commit_hash.commit_hash`` and ``events.event_hash``, rendered in
   SQL beside them (``_commit_hash.sql_commit_hash``) or here (``sql_event_hash``), each
@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._clock import NOW, PREVIOUS_HASH, SOURCES, next_ts, next_version
+from ._clock import NOW, SOURCES, next_ts, next_version, previous_hash
 from ._commit_hash import SQL_EVENT_PART, sql_commit_hash
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 #: The next version, its time and the hash it chains on, as ``_clock`` allocates them,
 #: for the select list of a statement that joins ``SOURCES`` (``p_now``: the caller's time).
-NEXT = f"{next_version()}, {next_ts('p_now')}, {PREVIOUS_HASH}"
+NEXT = f"{next_version()}, {next_ts('p_now')}, {previous_hash('branch.id')}"
 
 
 def sql_event_hash(previous: str, sequence: str, type_json: str, version: str, payload: str) -> str:
@@ -80,8 +80,8 @@ def routines(write_lock: str) -> list[str]:
     lock = f"PERFORM {write_lock.removeprefix('SELECT ')};"
     # The commit's hash, chained on the newest commit's, as ``_commit_hash`` makes it
     # (Python passes what it knows of it encoded: the entry's part, trigger and message).
-    entry_hash = sql_commit_hash("previous_hash", "p_texts", "p_part")
-    event_hash = sql_commit_hash("previous_hash", "p_texts", SQL_EVENT_PART)
+    entry_hash = sql_commit_hash("previous_hash", "p_texts", "p_part", digest=True)
+    event_hash = sql_commit_hash("previous_hash", "p_texts", SQL_EVENT_PART, digest=False)
 
     def new_commit(digest: str) -> str:
         return f"""
@@ -185,7 +185,8 @@ BEGIN
     RETURN;
   END IF;
   IF p_as_of IS NOT NULL THEN
-    IF p_as_of < forked OR p_as_of > cap THEN
+    IF p_as_of < forked OR p_as_of > cap OR p_as_of < coalesce(
+        (SELECT kept_from FROM rewind_horizons WHERE branch_id = step), 0) THEN
       o_status := 1;
       RETURN;
     END IF;

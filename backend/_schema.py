@@ -13,6 +13,12 @@ primary key is the table (one b-tree fewer to write per commit); other backends 
   entry refers to (sequence, length), so a list that only grew costs only what was appended.
 - ``events``: the append-only logs, hash chained; an event a merge carried to another
   branch names the event it copies (``origin_*``), so it is never carried twice.
+- ``horizons``: where retention cut a branch's history (``retention``): reads before
+  ``kept_from`` are unavailable, and what the hash chains need to start there.
+
+Erasure (``erasure``) keeps a row's place and its digest, never its value: an erased
+entry has kind 3 and the sha256 of its part (``_commit_hash.entry_part``) as its body;
+an erased event keeps its chained hash and an erased-payload marker.
 """
 
 from __future__ import annotations
@@ -20,11 +26,12 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Column, Index, Integer, LargeBinary, text
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """1: the first schema. 2: versions, sequences and ids are 64-bit on PostgreSQL too
 (SQLite's INTEGER always was). 3: PostgreSQL's write routines, 4: its read routine,
-5: cheaper routines (``_pg_routines``), 6: each commit's hash (``_commit_hash``); see
-``_migrations``."""
+5: cheaper routines (``_pg_routines``), 6: each commit's hash (``_commit_hash``), 7:
+shared objects, 8: each branch's own hash chain over digests of its rows, so rows can
+be erased and history pruned (``rewind_horizons``); see ``_migrations``."""
 
 
 _WITHOUT_ROWID = {"sqlite_with_rowid": False}
@@ -78,6 +85,7 @@ class CommitRow(SQLModel, table=True):
 
     __tablename__ = "rewind_commits"
     __table_args__ = (
+        Index("ix_rewind_commits_branch", "branch_id", "version"),
         Index(
             "ix_rewind_commits_merges",
             "branch_id",
@@ -94,7 +102,8 @@ class CommitRow(SQLModel, table=True):
     message: str | None = None
     merge_branch_id: int | None = Field(default=None, sa_column=_int64(nullable=True))
     merge_version: int | None = Field(default=None, sa_column=_int64(nullable=True))
-    #: sha256 over the previous commit's hash and what this one wrote (``_commit_hash``).
+    #: sha256 over the hash of the branch's commit before it and digests of what this one
+    #: wrote (``_commit_hash``).
     hash: str | None = None
 
 
@@ -108,7 +117,7 @@ class EntryRow(SQLModel, table=True):
     space: str = Field(primary_key=True)
     key: str = Field(primary_key=True)
     version: int = Field(sa_column=_int64(primary_key=True, autoincrement=False))
-    kind: int  # 0 JSON, 1 bytes, 2 deleted
+    kind: int  # 0 JSON, 1 bytes, 2 deleted, 3 erased (body: the digest of its part)
     body: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
     refs: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
     trigger: str | None = None
@@ -164,6 +173,29 @@ class EventRow(SQLModel, table=True):
     origin_sequence: int | None = Field(default=None, sa_column=_int64(nullable=True))
 
 
+class HorizonRow(SQLModel, table=True):
+    """Where retention cut a branch's history: what it removed and how the hash chains
+    start after it (``retention``)."""
+
+    __tablename__ = "rewind_horizons"
+    __table_args__ = (_WITHOUT_ROWID,)
+
+    branch_id: int = Field(sa_column=_int64(primary_key=True, autoincrement=False))
+    #: The oldest version still readable (``as_of`` before it: ``history_unavailable``).
+    kept_from: int = Field(sa_column=_int64(nullable=False))
+    #: The retention that cut it there, in words.
+    policy: str
+    pruned_at: int = Field(sa_column=Column(BigInteger, nullable=False))
+    #: The hash of the branch's newest removed commit, which its next kept one chains on.
+    previous_hash: str | None = None
+    #: sha256 over the kept rows below ``kept_from`` (the state as of it), for ``verify``.
+    rows_hash: str | None = None
+    #: The branch's first kept event of its own and the hash of the one before it (None
+    #: when none of its own events was removed).
+    first_event: int | None = Field(default=None, sa_column=_int64(nullable=True))
+    event_hash: str | None = None
+
+
 #: The tables of a rewinddb database, in creation order (never all of SQLModel's global
 #: metadata, which also holds any tables the application defines).
 TABLES = [
@@ -176,5 +208,6 @@ TABLES = [
         "rewind_seqs",
         "rewind_seq_items",
         "rewind_events",
+        "rewind_horizons",
     )
 ]

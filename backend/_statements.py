@@ -44,3 +44,7 @@ class Migrating(Statements, Protocol):
     def install_routines(self) -> None:
         """Create the server-side routines in the open write transaction (PostgreSQL)."""
         ...
+
+    def create_missing(self) -> None:
+        """Create the schema's tables and indexes the database lacks."""
+        ...

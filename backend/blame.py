@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ._engine import KIND_DELETED, BranchRecord, Engine
+from ._engine import NO_VALUE, BranchRecord, Engine
 from .events import EVENT_COLUMNS, event_from_row
 from .models import Event, from_micros
 
@@ -56,7 +56,7 @@ def last_writes(
                 branch_id, cap, space, "e.kind, e.version, e.trigger"
             ):
                 newest.setdefault((space, key), (kind, entry_version, branch_id, trigger))
-    live = {slot: row for slot, row in newest.items() if row[0] != KIND_DELETED}
+    live = {slot: row for slot, row in newest.items() if row[0] not in NO_VALUE}
     events = _events_at(engine, {(row[2], row[1]) for row in live.values()})
     stamps = _timestamps(engine, {row[1] for row in live.values()})
     found: dict[str, dict[str, LastWrite]] = {space: {} for space in SPACES}

@@ -386,11 +386,11 @@ class Database(_Primitives):
         with engine.conn.lock:
             engine.conn.check_open()
             found = engine.conn.schema_migrated[1]  # the schema it has now
-            if found < 6:
+            if found < 8:
                 raise RewindError(
                     f"{engine.conn.location} has schema {found}, from before commits were "
-                    f"hashed: run `rewinddb migrate {engine.conn.location}` (or open it "
-                    "writable once), then verify it",
+                    "hashed as this rewinddb hashes them: run `rewinddb migrate "
+                    f"{engine.conn.location}` (or open it writable once), then verify it",
                     code="schema.outdated",
                 )
             return verify_history(engine)

@@ -57,6 +57,12 @@ CODES: Mapping[str, ErrorCode] = _registry(
         "`EventNotFound`: `events.get`",
     ),
     (
+        "not_found.key",
+        404,
+        "no branch ever wrote that key (nothing to erase)",
+        "`NotFoundError`: `db.erase_key`",
+    ),
+    (
         "not_found.database",
         404,
         "no rewinddb database at the path or URL, and `create=False`",
@@ -124,6 +130,19 @@ CODES: Mapping[str, ErrorCode] = _registry(
         422,
         "the default branch cannot be deleted",
         "`InvalidInputError`: `branches.delete`",
+    ),
+    (
+        "invalid.branch.pinned",
+        422,
+        "the branch is pinned: unpin it before deleting or purging it",
+        "`InvalidInputError`: `branches.delete`, `db.gc`",
+    ),
+    (
+        "invalid.retention",
+        422,
+        "a retention policy or gc argument that cannot apply (a pattern that matches "
+        "`default`, `keep_last` below 1, a `max_age` that is not a positive duration)",
+        "`InvalidInputError`: `db.retain`, `db.gc`, `prune`",
     ),
     (
         "invalid.as_of",
@@ -508,6 +527,12 @@ CODES: Mapping[str, ErrorCode] = _registry(
         "corrupt.events",
         500,
         _CORRUPT_TABLE.format("rewind_events"),
+        "`CorruptDatabaseError`: every call",
+    ),
+    (
+        "corrupt.horizons",
+        500,
+        _CORRUPT_TABLE.format("rewind_horizons"),
         "`CorruptDatabaseError`: every call",
     ),
     (

@@ -26,6 +26,7 @@ from ._engine import (
     check_name,
     check_text,
 )
+from ._horizons import log_start
 from ._values import dumps, loads, same, validate
 from .errors import AppendConflictError, CorruptDatabaseError, EventNotFound, InvalidInputError
 from .models import Event, EventItem, from_micros
@@ -45,15 +46,39 @@ def event_hash(previous: str, sequence: int, event_type: str, version: int, payl
     return digest.hexdigest()
 
 
+#: How an erased event's payload starts (no JSON text starts with a NUL byte); the
+#: version that erased it follows, in ASCII digits.
+ERASED_PAYLOAD = b"\x00erased@"
+
+
+def erased_payload(version: int) -> bytes:
+    """The payload an event erased at ``version`` keeps."""
+    return ERASED_PAYLOAD + str(version).encode()
+
+
+def erased_at(payload: Any) -> int | None:
+    """The version that erased a stored payload, or None if it was not erased."""
+    if isinstance(payload, memoryview):
+        payload = bytes(payload)
+    if isinstance(payload, bytes) and payload.startswith(ERASED_PAYLOAD):
+        digits = payload[len(ERASED_PAYLOAD) :]
+        return int(digits) if digits.isdigit() else 0
+    return None
+
+
 def chain_break(previous: str, expected: int, row: tuple[Any, ...]) -> str | None:
     """Why the stored event ``row`` (sequence, type, version, payload, hash) does not
     continue a log whose last hash is ``previous`` and next sequence ``expected``: "sequence
-    gap" or "hash mismatch" (an edited row, a payload stored as text...); None if it does."""
+    gap" or "hash mismatch" (an edited row, a payload stored as text...); None if it does.
+    An erased event's hash is taken as stored: the events after it chain on it, so they
+    still prove that nothing else changed."""
     sequence, event_type, version, payload, digest = row
     if sequence != expected:
         return "sequence gap"
     if not isinstance(payload, (bytes, memoryview)) or not isinstance(event_type, str):
         return "hash mismatch"
+    if erased_at(payload) is not None:
+        return None if isinstance(digest, str) else "hash mismatch"
     if event_hash(previous, sequence, event_type, version, bytes(payload)) != digest:
         return "hash mismatch"
     return None
@@ -77,15 +102,17 @@ def event_from_row(engine: Engine, row: tuple[Any, ...]) -> Event:
             f"type {event_type!r}, version {version!r}, hash {digest!r}",
             code="corrupt.events",
         )
+    erased = erased_at(payload)
     return Event(
         sequence=sequence,
         event_type=event_type,
-        payload=loads(bytes(payload)),
+        payload=None if erased is not None else loads(bytes(payload)),
         version=version,
         timestamp=from_micros(ts),
         hash=digest,
         branch=engine.branch_by_id(branch_id).name,
         origin=None if origin_id is None else (engine.branch_by_id(origin_id).name, origin_seq),
+        erased_at=erased,
     )
 
 
@@ -440,7 +467,9 @@ class Events:
             return last[0] + 1 if last else 0
 
     def verify(self, *, as_of: AsOf = None) -> Verification:
-        """Recompute the hash chain of the whole log (ancestors' events included).
+        """Recompute the hash chain of the whole log (ancestors' events included; where
+        retention removed the oldest events, from the first one kept, on the hash of the
+        one before it).
 
         Reports how many events were checked and the first sequence whose stored hash, or
         whose place in the sequence, does not match: an edited payload, type or version,
@@ -453,6 +482,7 @@ class Events:
             version = engine.resolve_as_of(record, as_of)
             previous, expected, checked = "", 0, 0
             for branch_id, cap in reversed(engine.row_lineage(record, version)):
+                previous, expected = log_start(engine.horizon(branch_id), previous, expected)
                 cursor = engine.conn.execute(
                     "SELECT sequence, event_type, version, payload, hash FROM rewind_events "
                     "WHERE branch_id = ? AND version <= ? ORDER BY version, sequence",

@@ -72,6 +72,9 @@ class Event:
     branch: str
     origin: tuple[str, int] | None = None
     """For an event a merge carried here: (branch, sequence) of the event it copies."""
+    erased_at: int | None = None
+    """The version at which its payload was erased (``db.erase_events``): ``payload`` is
+    then None, and the event keeps its place and its hash in the chain."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _commit_hash
 from ._arrays import prefix_hash
+from ._horizons import BASE_ROWS, all_horizons, log_start, rows_hash
 from ._values import loads
 from .events import chain_break
 
@@ -102,6 +103,8 @@ class _Check:
         self.parents: dict[int, tuple[Any, Any]] = {row[0]: (row[2], row[3]) for row in rows}
         #: Branch id -> its lineage as (branch id, cap) steps, None where it is broken.
         self.lineages: dict[int, list[tuple[int, int]] | None] = {}
+        #: Where retention cut branches' histories (their chains start there).
+        self.horizons = all_horizons(self.conn)
 
     def add(self, branch_id: int | None, version: int | None, what: str) -> None:
         name = self.names.get(branch_id) if branch_id is not None else None
@@ -157,7 +160,19 @@ class _Check:
             )
             what = table.removeprefix("rewind_")
             for branch_id, version in orphans:
+                kept = self.horizons.get(branch_id)
+                if kept is not None and version < kept.kept_from:
+                    continue  # the state kept at a horizon: its rows_hash covers it
                 self.add(branch_id, version, f"{what} of a commit that does not exist")
+        for branch_id, kept in self.horizons.items():
+            found = rows_hash(self.conn.fetchall(BASE_ROWS, (branch_id, kept.kept_from)))
+            if found != kept.rows_hash:
+                self.add(
+                    branch_id,
+                    kept.kept_from,
+                    "the state kept where retention cut its history does not match its hash: "
+                    "an entry below the cut was changed, added or removed",
+                )
 
     def events(self) -> None:
         count = 0
@@ -166,6 +181,7 @@ class _Check:
                 continue
             previous, expected = "", 0
             for step, cap in reversed(steps):
+                previous, expected = log_start(self.horizons.get(step), previous, expected)
                 rows = self.conn.fetchall(
                     "SELECT sequence, event_type, version, payload, hash FROM rewind_events "
                     "WHERE branch_id = ? AND version <= ? ORDER BY version, sequence",

@@ -362,7 +362,8 @@ def test_both_paths_allocate_by_the_one_clock(pg: rewinddb.Database) -> None:
         assert _clock.SOURCES in source and _clock.NOW in source, name
     for name in ("rewind_put_entry", "rewind_append_event"):
         assert _pg_routines.NEXT in sources[name]
-        assert _clock.next_ts("p_now") in sources[name] and _clock.PREVIOUS_HASH in sources[name]
+        assert _clock.next_ts("p_now") in sources[name]
+        assert _clock.previous_hash("branch.id") in sources[name]
 
 
 HOSTILE_TEXTS = [None, "", *HOSTILE_TYPES, "nul? no: \x01\x02", "🦜" * 300]
@@ -402,10 +403,10 @@ def test_the_servers_commit_hash_is_commit_hash(pg: rewinddb.Database) -> None:
         ") routine"
     )
     of_entry = _commit_hash.sql_commit_hash(
-        "CAST(? AS TEXT)", "CAST(? AS BYTEA)", "CAST(? AS BYTEA)"
+        "CAST(? AS TEXT)", "CAST(? AS BYTEA)", "CAST(? AS BYTEA)", digest=True
     )
     of_event = _commit_hash.sql_commit_hash(
-        "CAST(? AS TEXT)", "CAST(? AS BYTEA)", _commit_hash.SQL_EVENT_PART
+        "CAST(? AS TEXT)", "CAST(? AS BYTEA)", _commit_hash.SQL_EVENT_PART, digest=False
     )
     for previous, trigger, message, body in itertools.product(
         [None, "cd" * 32], HOSTILE_TEXTS, HOSTILE_TEXTS[:3], HOSTILE_BYTES
@@ -418,7 +419,8 @@ def test_the_servers_commit_hash_is_commit_hash(pg: rewinddb.Database) -> None:
             f"SELECT {of_entry} {fields}",
             (previous, texts, part, version, branch_id, ts, sequence, digest),
         )
-        assert row[0] == _commit_hash.commit_hash(previous, commit, [part], [])
+        digest_of_part = _commit_hash.entry_digest(part)
+        assert row[0] == _commit_hash.commit_hash(previous, commit, [digest_of_part], [])
         row = conn.fetchone(
             f"SELECT {of_event} {fields}",
             (previous, texts, version, branch_id, ts, sequence, digest),
