@@ -49,7 +49,8 @@ from .errors import (
 from .events import EventLogDiff, Verification, diff_event_logs
 from .graph import GraphBranch, GraphEdge, GraphPoint, HistoryGraph
 from .merge import MergeChange, MergeConflict, MergeReceipt
-from .models import Branch, Commit, Event, EventItem, HistoryEntry
+from .models import Branch, Commit, ErasureReceipt, Event, EventItem, HistoryEntry
+from .retention import GcReport, RetentionPolicy
 from .state import State, Transition
 from .transfer import TransferCounts
 from .verify import BranchCheck, DatabaseVerification, Problem
@@ -94,6 +95,9 @@ __all__ = [
     "MergeConflict",
     "MergeConflictError",
     "MergeReceipt",
+    "ErasureReceipt",
+    "GcReport",
+    "RetentionPolicy",
     "NotADatabaseError",
     "NotFoundError",
     "Point",

@@ -80,6 +80,19 @@ def entry_part(space: str, key: str, kind: int, body: Any, refs: Any, trigger: s
 KIND_ERASED = 3
 
 
+def erased_trigger(version: int) -> str:
+    """What an entry erased at ``version`` keeps as its trigger."""
+    return f"erased@{version}"
+
+
+def erased_version(trigger: Any) -> int | None:
+    """The version an erased entry's stored trigger names (``erased@N``)."""
+    if isinstance(trigger, str) and trigger.startswith("erased@"):
+        digits = trigger.removeprefix("erased@")
+        return int(digits) if digits.isdigit() else 0
+    return None
+
+
 def entry_digest(part: bytes) -> bytes:
     """What a commit's hash covers of an entry: the sha256 of its part."""
     return hashlib.sha256(part).digest()

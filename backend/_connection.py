@@ -133,6 +133,9 @@ class Connection:
     def _end(self, *, commit: bool) -> None:
         raise NotImplementedError
 
+    def reclaim(self, *, step_pages: int = 256, full: bool = False) -> None:
+        """Give the space of deleted rows back to the file system (see the backends)."""
+
     def _close(self) -> None:
         raise NotImplementedError
 
@@ -502,6 +505,9 @@ class SQLiteConnection(Connection):
         raw.execute("PRAGMA foreign_keys = OFF")
         raw.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
         raw.execute(f"PRAGMA journal_size_limit = {WAL_KEEP_BYTES}")
+        # Deleted rows and freed pages are overwritten with zeros, so what erasure and
+        # retention remove (``erasure``) is not left readable in the file.
+        raw.execute("PRAGMA secure_delete = ON")
 
     def _run(self, sql: str, params: Params) -> sqlite3.Cursor:
         return self._raw.execute(sql, params)
@@ -556,11 +562,35 @@ class SQLiteConnection(Connection):
     def _close(self) -> None:
         self._raw.close()
 
+    def reclaim(self, *, step_pages: int = 256, full: bool = False) -> None:
+        """Give the space of deleted rows back: checkpoint the WAL and truncate it (so no
+        old page image keeps erased bytes), then shrink the file by its free pages, a
+        short write transaction at a time (``full``: rewrite the whole file, ``VACUUM``,
+        which a file created before incremental vacuum needs to shrink)."""
+        with self.lock:
+            self.check_open()
+            if self.readonly or self._depth:
+                return
+            try:
+                if full:
+                    self._raw.execute("PRAGMA auto_vacuum = INCREMENTAL")
+                    self._raw.execute("VACUUM")
+                elif self._raw.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
+                    while self._raw.execute("PRAGMA freelist_count").fetchone()[0]:
+                        self._raw.execute(
+                            f"PRAGMA incremental_vacuum({int(step_pages)})"
+                        ).fetchall()
+                self._raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            except sqlite3.Error as error:
+                raise storage_error(error) from error
+
     def _prepare_new(self) -> None:
         """Switch a new file to WAL. SQLite does not wait on busy_timeout for this, so
         when several processes create one database at once, retry until it does."""
         deadline = time.monotonic() + self.busy_timeout
         self._raw.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # only a new file takes it
+        # Free pages can be given back to the file system in short steps (``reclaim``).
+        self._raw.execute("PRAGMA auto_vacuum = INCREMENTAL")
         while True:
             try:
                 self._raw.execute("PRAGMA journal_mode = WAL")

@@ -76,3 +76,14 @@ def log_start(found: Horizon | None, previous: str, expected: int) -> tuple[str,
     if found is None or found.first_event is None:
         return previous, expected
     return found.event_hash or "", found.first_event
+
+
+def bump_generation(conn: Any) -> None:
+    """Count one more rewrite of history (an erasure, a purge, a prune), so that
+    ``db.stamp`` changes although the clock does not."""
+    row = conn.fetchone("SELECT value FROM rewind_meta WHERE key = 'generation'")
+    current = int(row[0]) if row is not None and str(row[0]).isdigit() else 0
+    conn.execute("DELETE FROM rewind_meta WHERE key = 'generation'")
+    conn.execute(
+        "INSERT INTO rewind_meta (key, value) VALUES ('generation', ?)", (str(current + 1),)
+    )

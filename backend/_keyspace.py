@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ._commit_hash import KIND_ERASED, erased_version
 from ._damage import guarded
 from ._engine import (
     MISSING,
@@ -147,7 +148,7 @@ class KeySpace:
         engine = self._engine
         sql = (
             "SELECT e.key, e.kind, e.body, e.refs, e.version, e.trigger, c.ts "
-            "FROM rewind_entries e JOIN rewind_commits c ON c.version = e.version "
+            "FROM rewind_entries e LEFT JOIN rewind_commits c ON c.version = e.version "
             "WHERE e.branch_id = ? AND e.space = ? AND e.version <= ?"
         )
         if key is not None:
@@ -180,18 +181,27 @@ class KeySpace:
             for name, found in rows:
                 for entry_key, kind, body, refs, entry_version, trigger, ts in found:
                     value = engine.decode(kind, body, refs)
+                    erased = erased_version(trigger) if kind == KIND_ERASED else None
                     entries.append(
                         HistoryEntry(
                             key=entry_key,
                             version=entry_version,
-                            timestamp=from_micros(ts),
+                            # a state kept where retention cut the history: when it cut
+                            timestamp=from_micros(ts if ts is not None else _cut_time(engine)),
                             value=None if value is MISSING else value,
-                            trigger=trigger,
-                            deleted=value is MISSING,
+                            trigger=None if erased is not None else trigger,
+                            deleted=value is MISSING and erased is None,
                             branch=name,
+                            erased_at=erased,
                         )
                     )
             return entries
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self._read(key, None) is not MISSING
+
+
+def _cut_time(engine: Engine) -> int:
+    """The time of a kept entry whose commit retention removed: its branch's cut."""
+    row = engine.conn.fetchone("SELECT max(pruned_at) FROM rewind_horizons")
+    return int(row[0]) if row and row[0] is not None else 0

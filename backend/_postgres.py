@@ -50,7 +50,7 @@ except ImportError:  # pragma: no cover - depends on the installed extras
 
 from sqlalchemy.dialects import postgresql
 
-from . import _pg_routines
+from . import _pg_routines, _schema
 from ._connection import Connection, Params
 
 #: The write lock: every writer holds this row lock to commit.
@@ -388,6 +388,17 @@ class PostgresConnection(Connection):
     def _close(self) -> None:
         if self._raw is not None:
             self._raw.close()
+
+    def reclaim(self, *, step_pages: int = 256, full: bool = False) -> None:
+        """``VACUUM`` the tables (outside any transaction), so the space of deleted rows is
+        reused (``full``: ``VACUUM FULL``, which returns it to the file system but locks
+        each table while it rewrites it)."""
+        with self.lock:
+            self.check_open()
+            if self.readonly or self._depth:
+                return
+            for table in _schema.TABLES:
+                self.execute(f"VACUUM {'FULL ' if full else ''}{table.name}")
 
     # -- schema ------------------------------------------------------------------------
 

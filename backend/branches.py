@@ -7,11 +7,21 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._damage import guarded
-from ._engine import DEFAULT_BRANCH, AsOf, BranchRecord, Engine, check_name, now_micros
+from ._engine import (
+    DEFAULT_BRANCH,
+    AsOf,
+    BranchRecord,
+    Engine,
+    check_flag,
+    check_name,
+    now_micros,
+)
+from .erasure import ErasureReceipt, purge_branch
 from .errors import BranchExistsError, CorruptDatabaseError, InvalidInputError
 from .events import Events, last_event
 from .merge import EventMode, MergeReceipt, Strategy, merge_branches
 from .models import Branch, from_micros
+from .retention import pin, pinned_ids, refuse_pinned
 
 _BRANCH_QUERY = (
     "SELECT b.name, p.name, b.forked_at, b.created_at, max(c.version), count(c.version), "
@@ -171,11 +181,15 @@ class Branches:
         with self._engine.conn.lock:
             return self._engine.live_branch_id(name) is not None
 
-    def delete(self, name: str) -> None:
+    def delete(self, name: str, *, purge: bool = False) -> ErasureReceipt | None:
         """Delete a branch: its reads then fail with ``not_found.engine.branch``.
 
-        Branches forked from it keep their whole history; ``default`` cannot be deleted.
+        Branches forked from it keep their whole history; ``default`` and pinned branches
+        cannot be deleted. Without ``purge`` its rows stay until ``db.gc()``; with it they
+        are removed now, with those of its deleted descendants (``erasure``: what live
+        forks inherited stays), and the receipt says what went.
         """
+        check_flag(purge, "purge")
         if name == DEFAULT_BRANCH:
             raise InvalidInputError(
                 "the default branch cannot be deleted", code="invalid.branch.default"
@@ -183,12 +197,42 @@ class Branches:
         engine = self._engine
         with engine.conn.write():
             record = engine.branch(name)
-            engine.conn.execute(
-                "UPDATE rewind_branches SET deleted_at = ? WHERE id = ?",
-                (now_micros(), record.id),
-            )
-            engine.memory.forget("branch", name)
-            engine.memory.forget("branch_id", record.id)
+            refuse_pinned(engine, record)
+            if purge:
+                receipt = purge_branch(engine, name)
+            else:
+                engine.conn.execute(
+                    "UPDATE rewind_branches SET deleted_at = ? WHERE id = ?",
+                    (now_micros(), record.id),
+                )
+                engine.memory.forget("branch", name)
+                engine.memory.forget("branch_id", record.id)
+                return None
+        engine.conn.reclaim()
+        return receipt
+
+    def pin(self, name: str) -> None:
+        """Pin a branch: it cannot be deleted, and retention policies keep its whole
+        history (unless a policy says ``keep_pinned=False``)."""
+        pin(self._engine, name, True)
+
+    def unpin(self, name: str) -> None:
+        """Undo :meth:`pin` (nothing happens for a branch that is not pinned)."""
+        pin(self._engine, name, False)
+
+    def pinned(self) -> builtins.list[str]:
+        """The names of the pinned live branches."""
+        engine = self._engine
+        with engine.conn.lock:
+            engine.conn.check_open()
+            ids = pinned_ids(engine)
+            return [
+                name
+                for branch_id, name in engine.conn.fetchall(
+                    "SELECT id, name FROM rewind_branches WHERE deleted_at IS NULL ORDER BY id"
+                )
+                if branch_id in ids
+            ]
 
     def merge(
         self,

@@ -6,6 +6,7 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from html import escape
 from pathlib import Path
 from types import TracebackType
@@ -28,6 +29,7 @@ from .blame import LastWrite, last_writes
 from .branches import Branches
 from .diff import Diff, KeyVersion, Point, diff_points, key_versions
 from .documents import Documents
+from .erasure import ErasureReceipt, erase_key
 from .errors import InvalidInputError, NotADatabaseError, NotFoundError, RewindError
 from .events import Events
 from .graph import HistoryGraph, build_graph
@@ -41,6 +43,16 @@ from .lineage_commits import (
 )
 from .models import Branch, Commit
 from .progress import Progress
+from .retention import (
+    GcReport,
+    RetentionPolicy,
+    check_policy,
+    drop_policy,
+    gc,
+    policies,
+    prune,
+    set_policy,
+)
 from .state import State
 from .transfer import TransferCounts, export_jsonl, import_jsonl
 from .verify import DatabaseVerification
@@ -369,12 +381,86 @@ class Database(_Primitives):
     @property
     def stamp(self) -> str:
         """A short text that changes whenever the history does (a new version, a fork, a
-        deleted branch): cheap to poll, as live views do."""
+        deleted branch, an erasure or a prune): cheap to poll, as live views do."""
         with self._engine.conn.lock, self._engine.conn.snapshot():
-            branches, deleted = self._engine.conn.fetchone(
-                "SELECT count(*), count(deleted_at) FROM rewind_branches"
+            branches, deleted, generation = self._engine.conn.fetchone(
+                "SELECT count(*), count(deleted_at), (SELECT value FROM rewind_meta "
+                "WHERE key = 'generation') FROM rewind_branches"
             )
-            return f"{self._engine.clock()}.{branches}.{deleted}"
+            stamp = f"{self._engine.clock()}.{branches}.{deleted}"
+            return f"{stamp}.{generation}" if generation else stamp
+
+    # -- erasure and retention -----------------------------------------------------
+
+    def erase_key(self, space: str, key: str) -> ErasureReceipt:
+        """Erase every value ``key`` of ``space`` (``kv``, ``json`` or ``state``) ever had, on
+        every branch and at every version, inherited ones included: each becomes an erased
+        entry that reads as absent and shows in ``key_history`` as erased at the version
+        this ran at. The commits still verify (each keeps the value's digest, not the
+        value), and the bytes are gone from the file (``erasure``)."""
+        receipt = erase_key(self._engine, space, key)
+        self._engine.conn.reclaim()
+        return receipt
+
+    def retain(
+        self,
+        pattern: str,
+        *,
+        keep_last: int | None = None,
+        max_age: timedelta | None = None,
+        keep_pinned: bool = True,
+    ) -> RetentionPolicy:
+        """Set the retention policy of the branches whose names match ``pattern`` (a glob,
+        such as ``lg/*``): ``gc()`` keeps their newest ``keep_last`` versions and those
+        younger than ``max_age`` (a version goes only when both let it go) and removes the
+        rest of their history; pinned branches are exempt unless ``keep_pinned=False``.
+        The first policy (by pattern) that matches a branch applies. Setting a pattern's
+        policy again replaces it."""
+        policy = check_policy(pattern, keep_last, max_age, keep_pinned)
+        set_policy(self._engine, policy)
+        return policy
+
+    def retention(self) -> list[RetentionPolicy]:
+        """The retention policies set, by pattern."""
+        with self._engine.conn.lock:
+            self._engine.conn.check_open()
+            return policies(self._engine)
+
+    def drop_retention(self, pattern: str) -> bool:
+        """Remove the policy of ``pattern``; whether there was one."""
+        return drop_policy(self._engine, pattern)
+
+    def prune(
+        self,
+        branch: str,
+        *,
+        before: int | datetime | None = None,
+        keep_last: int | None = None,
+        max_age: timedelta | None = None,
+        reason: str | None = None,
+    ) -> GcReport:
+        """Remove ``branch``'s history before a version now: ``before`` (a version or a
+        time), or by a policy's terms (``keep_last``, ``max_age``). Reads ``as_of`` a kept
+        version answer as before; earlier ones raise ``history_unavailable`` naming
+        ``reason`` (or these terms). What its forks read is kept."""
+        report = prune(
+            self._engine,
+            branch,
+            before=before,
+            keep_last=keep_last,
+            max_age=max_age,
+            reason=reason,
+        )
+        self._engine.conn.reclaim()
+        return report
+
+    def gc(self, *, dry_run: bool = False, vacuum: bool = False) -> GcReport:
+        """Apply the retention policies, remove the rows of deleted branches and give the
+        space back, in short write transactions (agents may write meanwhile). With
+        ``dry_run`` nothing changes and the report says what a run would remove;
+        ``vacuum`` also rewrites the whole file (one long step; a file created before
+        schema 8 shrinks only so, its free pages are reused otherwise)."""
+        return gc(self._engine, dry_run=dry_run, vacuum=vacuum)
 
     def verify(self) -> DatabaseVerification:
         """Check the whole stored history: every branch's lineage, the hash chain over

@@ -105,7 +105,7 @@ def key_versions(
     previous: Any = MISSING
     memo: dict[Any, Any] | None = {} if readable else None
     for entry in entries:
-        current = MISSING if entry.deleted else entry.value
+        current = MISSING if entry.deleted or entry.erased_at is not None else entry.value
         versions.append(KeyVersion(entry, _diff(primitive, entry.key, previous, current, memo)))
         previous = current
     return versions

@@ -132,6 +132,12 @@ CODES: Mapping[str, ErrorCode] = _registry(
         "`InvalidInputError`: `branches.delete`",
     ),
     (
+        "invalid.purge",
+        422,
+        "`purge` must be True or False",
+        "`InvalidInputError`: `branches.delete`",
+    ),
+    (
         "invalid.branch.pinned",
         422,
         "the branch is pinned: unpin it before deleting or purging it",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -26,10 +26,10 @@ from ._engine import (
     check_name,
     check_text,
 )
-from ._horizons import log_start
+from ._horizons import bump_generation, log_start
 from ._values import dumps, loads, same, validate
 from .errors import AppendConflictError, CorruptDatabaseError, EventNotFound, InvalidInputError
-from .models import Event, EventItem, from_micros
+from .models import ErasureReceipt, Event, EventItem, from_micros
 
 EVENT_COLUMNS = (
     "branch_id, sequence, event_type, payload, version, ts, hash, origin_branch_id, origin_sequence"
@@ -497,8 +497,85 @@ class Events:
                     previous, expected = row[4], expected + 1
             return Verification(True, checked, None, None)
 
+    def erase(self, *sequences: int) -> ErasureReceipt:
+        """Erase the payloads of these events (inherited ones where they live, and every
+        copy a merge carried elsewhere): each keeps its place, type and hash, reads with
+        ``payload`` None and ``erased_at`` set, and the log still verifies, since the
+        events after it chain on its hash."""
+        receipt = _erase_events(self._engine, self._branch, sequences)
+        self._engine.conn.reclaim()
+        return receipt
+
     def __len__(self) -> int:
         return self.length()
 
     def __iter__(self) -> Iterator[EventItem]:
         return iter(self.list())
+
+
+def _erase_events(engine: Engine, branch: str, sequences: Iterable[int]) -> ErasureReceipt:
+    """Erase the payloads of these events of ``branch``'s log (inherited ones where they
+    live, and every copy a merge carried elsewhere)."""
+    if isinstance(sequences, int):
+        sequences = [sequences]
+    wanted = sorted({check_count(sequence, "sequence") for sequence in sequences})
+    conn = engine.conn
+    with conn.write():
+        version = engine.clock()
+        log = Events(engine, branch)
+        homes = []
+        for sequence in wanted:
+            event = log.get(sequence)  # not_found.event for one the log does not have
+            owner = engine.branch_by_id(_owner_id(engine, branch, sequence))
+            home = event.origin or (owner.name, sequence)
+            homes.append((owner.id, sequence, home))
+        marker = erased_payload(version)
+        erased = 0
+        for owner_id, sequence, _ in homes:
+            row = conn.fetchone(
+                "SELECT payload, origin_branch_id, origin_sequence FROM rewind_events "
+                "WHERE branch_id = ? AND sequence = ?",
+                (owner_id, sequence),
+            )
+            origin = (row[1], row[2]) if row and row[1] is not None else (owner_id, sequence)
+            for target in _copies(engine, *origin):
+                current = conn.fetchone(
+                    "SELECT payload FROM rewind_events WHERE branch_id = ? AND sequence = ?",
+                    target,
+                )
+                if current is None or erased_at(current[0]) is not None:
+                    continue
+                conn.execute(
+                    "UPDATE rewind_events SET payload = ? WHERE branch_id = ? AND sequence = ?",
+                    (marker, *target),
+                )
+                erased += 1
+        bump_generation(conn)
+        engine.memory.clear()
+        return ErasureReceipt(version, events=erased)
+
+
+def _owner_id(engine: Engine, branch: str, sequence: int) -> int:
+    """The branch of ``branch``'s lineage whose own row is event ``sequence``."""
+    record = engine.branch(branch)
+    for branch_id, cap in engine.row_lineage(record, engine.clock()):
+        if engine.conn.fetchone(
+            "SELECT 1 FROM rewind_events WHERE branch_id = ? AND sequence = ? AND version <= ?",
+            (branch_id, sequence, cap),
+        ):
+            return branch_id
+    return record.id  # pragma: no cover - events.get found it
+
+
+def _copies(engine: Engine, branch_id: int, sequence: int) -> list[tuple[int, int]]:
+    """The event's first home and every copy a merge made of it."""
+    found = [(branch_id, sequence)]
+    found += [
+        (int(row[0]), int(row[1]))
+        for row in engine.conn.fetchall(
+            "SELECT branch_id, sequence FROM rewind_events "
+            "WHERE origin_branch_id = ? AND origin_sequence = ?",
+            (branch_id, sequence),
+        )
+    ]
+    return found

@@ -96,7 +96,8 @@ class EventItem:
 
 @dataclass(frozen=True)
 class HistoryEntry:
-    """One written version of a key or document (``deleted`` for a deletion)."""
+    """One written version of a key or document (``deleted`` for a deletion, ``erased_at``
+    for a value erased since)."""
 
     key: str
     version: int
@@ -105,6 +106,8 @@ class HistoryEntry:
     trigger: str | None
     deleted: bool
     branch: str
+    erased_at: int | None = None
+    """The version at which this value was erased (``db.erase_key``): it reads as absent."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -156,3 +159,29 @@ def change_counts(changes: Iterable[Change]) -> dict[str, int]:
     for change in changes:
         counts[change.kind] += 1
     return counts
+
+
+@dataclass(frozen=True)
+class ErasureReceipt:
+    """What an erasure removed (counts of rows; ``version`` is the clock when it ran)."""
+
+    version: int
+    branches: int = 0
+    entries: int = 0
+    events: int = 0
+    commits: int = 0
+    list_items: int = 0
+
+    def __str__(self) -> str:
+        parts = [
+            f"{count:,} {one if count == 1 else many}"
+            for count, one, many in (
+                (self.branches, "branch", "branches"),
+                (self.entries, "entry", "entries"),
+                (self.events, "event", "events"),
+                (self.commits, "commit", "commits"),
+                (self.list_items, "list item", "list items"),
+            )
+            if count
+        ]
+        return "removed " + (", ".join(parts) if parts else "nothing")

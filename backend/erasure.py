@@ -1,0 +1,348 @@
+"""Erasure: data that is gone when it is deleted, with hash chains that still verify.
+
+Three operations remove what users stored, each in one write transaction:
+
+- :func:`purge_branch` (``branches.delete(name, purge=True)``): a branch's rows go, and
+  so do those of its deleted descendants: entries, events, commits, list items no
+  remaining row reads. What live branches inherited from it (its history up to their
+  fork points) stays, readable as before; the branch's row stays only while something
+  still names it (a live fork's lineage, a merge or a carried event), under a name that
+  is not its own.
+- :func:`erase_key`: one key's values, in every branch and version, become erased
+  entries: each keeps its place (``kv.history`` shows "erased at version N") and the
+  digest of what it was, which its commit's hash covers (``_commit_hash``), so the chain
+  still verifies without the value.
+- ``events.erase`` (in ``events``): events keep their place and their chained hash, and
+  lose their payload, so the log still verifies from end to end (the events after an
+  erased one chain on its hash).
+
+Shared arrays (``_arrays``) are swept after each: an array's items past what any
+remaining entry reads are deleted, and an array nothing reads goes whole. An array is
+only ever read through entries of the key that wrote it, by the branch that created it
+and its descendants, so the sweep reads the entries of those keys in that family only.
+
+Erased and purged bytes must not linger in the file: the connection deletes with
+SQLite's ``secure_delete`` on (freed space is overwritten with zeros), and
+:func:`scrub` checkpoints the WAL afterwards, so no old page image keeps them either.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from . import _commit_hash
+from ._engine import Engine, check_name, now_micros
+from ._horizons import bump_generation
+from ._values import loads
+from .errors import InvalidInputError, NotFoundError
+from .models import ErasureReceipt
+
+#: The spaces of keyed state, by the name users know them by.
+SPACES = ("kv", "json", "state")
+
+
+class Tree:
+    """Every branch row: parents, fork points, which are deleted, and children."""
+
+    def __init__(self, engine: Engine) -> None:
+        rows = engine.conn.fetchall(
+            "SELECT id, parent_id, forked_at, deleted_at, name FROM rewind_branches"
+        )
+        self.parent = {row[0]: row[1] for row in rows}
+        self.forked_at = {row[0]: row[2] for row in rows}
+        self.deleted = {row[0] for row in rows if row[3] is not None}
+        self.name = {row[0]: row[4] for row in rows}
+        self.children: dict[int, list[int]] = defaultdict(list)
+        for branch_id, parent in self.parent.items():
+            if parent is not None:
+                self.children[parent].append(branch_id)
+
+    def subtree(self, root: int) -> list[int]:
+        found, stack, seen = [], [root], set()
+        while stack:
+            branch_id = stack.pop()
+            if branch_id in seen:  # a damaged tree: never loop
+                continue
+            seen.add(branch_id)
+            found.append(branch_id)
+            stack.extend(self.children.get(branch_id, ()))
+        return found
+
+    def ancestors(self, branch_id: int) -> list[int]:
+        """The branch's ancestors, nearest first."""
+        found, seen = [], {branch_id}
+        parent = self.parent.get(branch_id)
+        while parent is not None and parent not in seen:
+            seen.add(parent)
+            found.append(parent)
+            parent = self.parent.get(parent)
+        return found
+
+
+class Sweep:
+    """Array ids the removed rows read, by the key that wrote them; swept at the end."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[tuple[str, str], set[int]] = defaultdict(set)
+        self.branches: dict[tuple[str, str], set[int]] = defaultdict(set)
+
+    def add(self, branch_id: int, space: str, key: str, refs: Any) -> None:
+        for seq, _ in _refs(refs):
+            self.by_key[(space, key)].add(seq)
+        self.branches[(space, key)].add(branch_id)
+
+    def run(self, engine: Engine, tree: Tree) -> int:
+        """Delete the list items no remaining entry reads; returns how many."""
+        if not self.by_key:
+            return 0
+        conn = engine.conn
+        bases = {
+            row[0]: (row[1], row[2])
+            for row in conn.fetchall("SELECT id, base_id, base_len FROM rewind_seqs")
+        }
+        candidates: set[int] = set()
+        for seqs in self.by_key.values():
+            for seq in seqs:
+                seen = set()
+                while seq in bases and seq not in seen:  # the arrays it builds on too
+                    seen.add(seq)
+                    candidates.add(seq)
+                    seq = bases[seq][0]
+        needed: dict[int, int] = defaultdict(int)
+        for (space, key), branch_ids in self.branches.items():
+            for branch_id in self._family(engine, tree, space, key, branch_ids):
+                for (refs,) in conn.fetchall(
+                    "SELECT refs FROM rewind_entries WHERE branch_id = ? AND space = ? "
+                    "AND key = ? AND refs IS NOT NULL",
+                    (branch_id, space, key),
+                ):
+                    for seq, length in _refs(refs):
+                        _mark(seq, length, bases, needed)
+        removed = 0
+        for seq in sorted(candidates, reverse=True):
+            base, base_len = bases[seq]
+            own_from = base_len if base is not None else 0
+            keep = needed.get(seq, 0)
+            if keep == 0:
+                removed += _count(conn, seq, 0)
+                conn.execute("DELETE FROM rewind_seq_items WHERE seq_id = ?", (seq,))
+                conn.execute("DELETE FROM rewind_seqs WHERE id = ?", (seq,))
+                continue
+            cut = max(keep, own_from)
+            removed += _count(conn, seq, cut)
+            conn.execute("DELETE FROM rewind_seq_items WHERE seq_id = ? AND idx >= ?", (seq, cut))
+        return removed
+
+    @staticmethod
+    def _family(engine: Engine, tree: Tree, space: str, key: str, branch_ids: set[int]) -> set[int]:
+        """The branches whose entries of the key may read the arrays these branches' rows
+        read: the subtree of the oldest ancestor that wrote the key (an array is created
+        by a write of its key, and read by the writer and its descendants)."""
+        family: set[int] = set()
+        for branch_id in branch_ids:
+            root = branch_id
+            for ancestor in tree.ancestors(branch_id):
+                if engine.conn.fetchone(
+                    "SELECT 1 FROM rewind_entries WHERE branch_id = ? AND space = ? AND key = ? "
+                    "LIMIT 1",
+                    (ancestor, space, key),
+                ):
+                    root = ancestor
+            if root not in family:
+                family.update(tree.subtree(root))
+        return family
+
+
+def _refs(refs: Any) -> list[tuple[int, int]]:
+    if refs is None:
+        return []
+    try:
+        return [(int(seq), int(length)) for _, seq, length in loads(bytes(refs))]
+    except (TypeError, ValueError):
+        return []
+
+
+def _mark(seq: int, length: int, bases: dict[int, tuple[Any, Any]], needed: dict[int, int]) -> None:
+    """Reading ``length`` items of ``seq`` reads these items of it and of its bases."""
+    seen = set()
+    while seq in bases and seq not in seen and length > 0:
+        seen.add(seq)
+        if needed[seq] >= length:
+            return  # it and its bases are read this far already
+        needed[seq] = length
+        base, base_len = bases[seq]
+        if base is None:
+            return
+        seq, length = base, min(length, base_len)
+
+
+def _count(conn: Any, seq: int, start: int) -> int:
+    row = conn.fetchone(
+        "SELECT count(*) FROM rewind_seq_items WHERE seq_id = ? AND idx >= ?", (seq, start)
+    )
+    return int(row[0])
+
+
+def _purged_name(branch_id: int) -> str:
+    """What a purged branch's row is called while something still names it."""
+    return f"~purged/{branch_id}"
+
+
+def purge_branch(engine: Engine, name: str) -> ErasureReceipt:
+    """Delete branch ``name`` and remove its rows and its deleted descendants' (see the
+    module's docstring). The caller refused ``default`` and pinned branches."""
+    with engine.conn.write():
+        record = engine.branch(name)
+        engine.conn.execute(
+            "UPDATE rewind_branches SET deleted_at = ? WHERE id = ?",
+            (now_micros(), record.id),
+        )
+        return purge_deleted(engine, [record.id])
+
+
+def purge_deleted(engine: Engine, branch_ids: Iterable[int]) -> ErasureReceipt:
+    """Remove the rows of these deleted branches and of their deleted descendants, in the
+    open write transaction."""
+    conn = engine.conn
+    tree = Tree(engine)
+    doomed: set[int] = set()
+    for branch_id in branch_ids:
+        stack = [branch_id]
+        while stack:  # deleted descendants, through deleted branches only
+            step = stack.pop()
+            if step in doomed or step not in tree.deleted:
+                continue
+            doomed.add(step)
+            stack.extend(tree.children.get(step, ()))
+    cuts: dict[int, int | None] = {}
+
+    def cut_of(branch_id: int) -> int | None:
+        """The newest version of the branch that something kept still reads."""
+        if branch_id in cuts:
+            return cuts[branch_id]
+        cuts[branch_id] = None  # a damaged (cyclic) tree reads as nothing kept
+        best: int | None = None
+        for child in tree.children.get(branch_id, ()):
+            fork = tree.forked_at[child]
+            if child in doomed:
+                below = cut_of(child)
+                if below is None:
+                    continue
+                fork = min(fork, below)
+            best = fork if best is None else max(best, fork)
+        cuts[branch_id] = best
+        return best
+
+    sweep = Sweep()
+    counts = {"branches": 0, "entries": 0, "events": 0, "commits": 0}
+    for branch_id in sorted(doomed, reverse=True):
+        cut = cut_of(branch_id)
+        above = -1 if cut is None else cut
+        for space, key, refs in conn.fetchall(
+            "SELECT space, key, refs FROM rewind_entries WHERE branch_id = ? AND version > ? "
+            "AND refs IS NOT NULL",
+            (branch_id, above),
+        ):
+            sweep.add(branch_id, space, key, refs)
+        for table, noun in (
+            ("rewind_entries", "entries"),
+            ("rewind_events", "events"),
+            ("rewind_commits", "commits"),
+        ):
+            counts[noun] += _deleted(
+                conn, f"DELETE FROM {table} WHERE branch_id = ? AND version > ?", (branch_id, above)
+            )
+        if cut is None:
+            conn.execute("DELETE FROM rewind_horizons WHERE branch_id = ?", (branch_id,))
+        if cut is None and not _named_elsewhere(engine, branch_id):
+            conn.execute("DELETE FROM rewind_branches WHERE id = ?", (branch_id,))
+        else:
+            conn.execute(
+                "UPDATE rewind_branches SET name = ? WHERE id = ?",
+                (_purged_name(branch_id), branch_id),
+            )
+        counts["branches"] += 1
+    items = sweep.run(engine, tree)
+    if doomed:
+        bump_generation(conn)
+    engine.memory.clear()
+    return ErasureReceipt(engine.clock(), list_items=items, **counts)
+
+
+def _named_elsewhere(engine: Engine, branch_id: int) -> bool:
+    """Whether another row names the branch (as a parent, a merge source or the first
+    home of a carried event), so its row must stay for reads to resolve it."""
+    conn = engine.conn
+    return any(
+        conn.fetchone(sql, (branch_id,)) is not None
+        for sql in (
+            "SELECT 1 FROM rewind_branches WHERE parent_id = ? LIMIT 1",
+            "SELECT 1 FROM rewind_commits WHERE merge_branch_id = ? LIMIT 1",
+            "SELECT 1 FROM rewind_events WHERE origin_branch_id = ? LIMIT 1",
+        )
+    )
+
+
+def _deleted(conn: Any, sql: str, params: tuple[Any, ...]) -> int:
+    cursor = conn.execute(sql, params)
+    count = getattr(cursor, "rowcount", -1)
+    return max(int(count), 0)
+
+
+def erase_key(engine: Engine, space: str, key: str) -> ErasureReceipt:
+    """Erase every value ``key`` of ``space`` ever had, on every branch (see the module's
+    docstring); ``not_found.key`` if no branch ever wrote it."""
+    if space not in SPACES:
+        raise InvalidInputError(
+            f"space must be one of {', '.join(SPACES)}, not {space!r}", code="invalid.space"
+        )
+    check_name(key, "key")
+    conn = engine.conn
+    with conn.write():
+        tree = Tree(engine)
+        version = engine.clock()
+        sweep = Sweep()
+        rows = []
+        for branch_id in sorted(tree.parent):
+            rows += [
+                (branch_id, *row)
+                for row in conn.fetchall(
+                    "SELECT version, kind, body, refs, trigger FROM rewind_entries "
+                    "WHERE branch_id = ? AND space = ? AND key = ?",
+                    (branch_id, space, key),
+                )
+            ]
+        if not rows:
+            raise NotFoundError(
+                f"no branch ever wrote {space} key {key!r}: there is nothing to erase",
+                code="not_found.key",
+                space=space,
+                key=key,
+            )
+        erased = 0
+        kind_erased, marker = _commit_hash.KIND_ERASED, _commit_hash.erased_trigger(version)
+        for branch_id, at, kind, body, refs, trigger in rows:
+            if kind in (kind_erased, 2):  # erased already, or a deletion
+                continue
+            digest = _commit_hash.stored_entry_digest(space, key, kind, body, refs, trigger)
+            sweep.add(branch_id, space, key, refs)
+            conn.execute(
+                "UPDATE rewind_entries SET kind = ?, body = ?, refs = NULL, trigger = ? "
+                "WHERE branch_id = ? AND space = ? AND key = ? AND version = ?",
+                (
+                    kind_erased,
+                    digest,
+                    marker,
+                    branch_id,
+                    space,
+                    key,
+                    at,
+                ),
+            )
+            erased += 1
+        items = sweep.run(engine, tree)
+        bump_generation(conn)
+        engine.memory.clear()
+        return ErasureReceipt(version, entries=erased, list_items=items)
