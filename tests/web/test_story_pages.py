@@ -313,6 +313,72 @@ def test_the_overview_lists_attempts_and_hides_internal_branches(
     assert "all=1" in re.search(r'hx-get="(/fragments/overview[^"]*)"', everything).group(1)
 
 
+def overview_figure(client: TestClient) -> dict:
+    """The overview's figure labelled as the story tells it (``figure_data`` given the
+    database and the table's rows, as the overview draws it)."""
+    from rewinddb.web import queries
+    from rewinddb.web.figure import figure_data
+
+    db: rewinddb.Database = client.app.state.db  # type: ignore[attr-defined]
+    data = queries.overview(db)
+    return figure_data(data["graph"], data["version"], db=db, rows=data["branches"])
+
+
+def test_the_overview_graph_names_lanes_and_dots_as_the_story_does(
+    react: ReactRun, react_client: TestClient
+) -> None:
+    figure = overview_figure(react_client)
+    thread = react.main_branch.removeprefix("lg/")
+    fork = react.fork_branch.removeprefix("lg/")
+    ticks = figure["layout"]["yaxis"]["ticktext"]
+    assert ticks[0] == thread and ticks[1].startswith(f"{fork}<br>edit of step ")
+    assert not any("lg/" in tick for tick in ticks)
+    dots = figure["data"][-1]
+    hovers = dots["hovertext"]
+    assert len(hovers) == len(dots["x"])
+    # Storage words are gone: no stored type, no payload JSON, no raw branch name.
+    for hover in hovers:
+        assert "langgraph." not in hover and "{" not in hover and "lg/" not in hover, hover
+    squares = [h for h, s in zip(hovers, dots["marker"]["symbol"], strict=True) if s == "square"]
+    circles = [h for h, s in zip(hovers, dots["marker"]["symbol"], strict=True) if s == "circle"]
+    assert squares and circles
+    assert all(re.search(r"<br>step -?\d+: \S", h) for h in squares), squares[:3]
+    assert all(re.search(r"<br>event (of|after) step -?\d+: \S", h) for h in circles)
+    assert any(re.search(r"<br>step \d+: agent \(loop\)<br>ai: ", h) for h in squares)
+    assert any(re.search(r"<br>step \d+: tools \(loop\)<br>tool: ", h) for h in squares)
+    edited = [h for h in squares if h.startswith(f"{fork} v") and "<br>step " in h]
+    assert re.search(r"<br>step \d+: update<br>ai: calls ", edited[0]), edited[:2]
+    # Each dot's hover names the branch (by title) and version its customdata opens.
+    for hover, (_, point) in zip(hovers, dots["customdata"], strict=True):
+        branch, _, version = point.rpartition("@")
+        assert hover.startswith(f"{branch.removeprefix('lg/')} v{version}"), (hover, point)
+
+
+def test_plain_branches_keep_their_stored_labels_in_the_graph(client: TestClient) -> None:
+    figure = overview_figure(client)
+    names = [row["name"] for row in client.get("/.json").json()["branches"]]
+    assert figure["layout"]["yaxis"]["ticktext"] == names
+    hovers = figure["data"][-1]["hovertext"]
+    run = [h for h in hovers if h.startswith("run-1 v") and " #0 " in h]
+    assert run and '"tool"' in run[0] and "&quot;" not in run[0], run
+
+
+def test_hostile_titles_and_messages_are_escaped_in_the_graph(
+    tmp_path: Path, record_chat: Callable[..., str]
+) -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    turns = [[HumanMessage(SCRIPT, id="h0"), AIMessage(f"done {IMG}", id="a0")]]
+    record_chat(tmp_path / "db", turns, thread_id=f"t{SCRIPT}")
+    with TestClient(create_app(tmp_path / "db"), base_url="http://localhost") as client:
+        figure = overview_figure(client)
+    texts = [*figure["layout"]["yaxis"]["ticktext"], *figure["data"][-1]["hovertext"]]
+    assert any("&lt;script&gt;" in text for text in texts)
+    assert any("ai: done &quot;&gt;&lt;img" in t or 'ai: done "&gt;&lt;img' in t for t in texts)
+    for text in texts:
+        assert "<script" not in text and "<img" not in text, text
+
+
 def test_graph_points_open_their_steps_and_events(
     react: ReactRun, react_client: TestClient
 ) -> None:
