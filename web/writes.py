@@ -16,7 +16,7 @@ import rewinddb
 from rewinddb.errors import CODES
 
 from .pages import db_of
-from .rendering import error_response, render
+from .rendering import error_response, plural, render
 from .security import CSRF_HEADER, csrf_ok
 from .urls import branch_url, tilde_decode
 
@@ -73,5 +73,29 @@ def merge(
     except rewinddb.MergeConflictError as error:
         context.update(receipt=None, conflicts=[vars(c) for c in error.conflicts], error=str(error))
         return render(request, "merge.html", context, status=CODES[error.code].status)
-    context.update(receipt=receipt.to_dict(), summary=receipt.summary(), conflicts=[], error=None)
+    context.update(
+        receipt=receipt.to_dict(), summary=merge_summary(receipt), conflicts=[], error=None
+    )
     return render(request, "merge.html", context)
+
+
+def merge_summary(receipt: rewinddb.MergeReceipt) -> str:
+    """``MergeReceipt.summary()``'s line with its nouns in the number they need
+    ("1 change applied to 1 key"; the receipt's own line keeps its fixed wording)."""
+    head = f"{receipt.source} -> {receipt.target}"
+    if receipt.version is None:
+        pending = receipt.events_not_carried
+        left = f"; {plural(pending, 'event')} still NOT carried (events='skip')" if pending else ""
+        return f"{head}: nothing new to merge{left}"
+    kept = sum(1 for c in receipt.conflicts if c.resolution == "target")
+    conflicts = plural(len(receipt.conflicts), "conflict")
+    if receipt.conflicts:
+        conflicts += f" ({len(receipt.conflicts) - kept} took the source, {kept} kept the target)"
+    events = f"{plural(receipt.events_carried, 'event')} carried"
+    if receipt.events_not_carried:
+        events += f", {receipt.events_not_carried:,} NOT carried (events='skip')"
+    applied = plural(len(receipt.applied), "change")
+    keys = plural(len(receipt.keys_applied), "key")
+    return (
+        f"{head} at version {receipt.version}: {applied} applied to {keys}; {conflicts}; {events}"
+    )

@@ -574,6 +574,39 @@ def test_counts_agree_with_their_nouns(tmp_path: Path) -> None:
         assert "1 event" in words(pages[1]) and "1 attempt" in words(pages[0])
 
 
+def test_the_merge_receipt_counts_agree_with_its_nouns(tmp_path: Path) -> None:
+    with rewinddb.open(tmp_path / "db") as db:
+        db.kv.put("plan", "a")
+        db.branches.fork("default", "one")
+        db.branches.fork("default", "two")
+        one = db.at("one")
+        with one.transaction():
+            one.kv.put("plan", "b")
+            one.events.append("run.end", {"answer": "b"})
+        db.kv.put("plan", "c")
+        two = db.at("two")
+        for key in ("x", "y"):
+            two.kv.put(key, 1)
+        two.events.append("step", {})
+        two.events.append("run.end", {"answer": "two"})
+    app = create_app(tmp_path / "db", allow_writes=True)
+    with TestClient(app, base_url="http://localhost") as client:
+        token = app.state.csrf_token
+
+        def merge(source: str, **form: str) -> str:
+            data = {"source": source, "target": "default", "csrf_token": token, **form}
+            response = client.post("/merge", data=data)
+            assert response.status_code == 200, response.text
+            return words(response.text.split('class="receipt', 1)[1].split("</p>", 1)[0])
+
+        one_each = merge("one", strategy="source")
+        assert "1 change applied to 1 key; 1 conflict (1 took the source, 0 kept" in one_each
+        assert "1 event carried" in one_each
+        several = merge("two")
+        assert "2 changes applied to 2 keys; 0 conflicts; 2 events carried" in several
+        assert "nothing new to merge" in merge("two")
+
+
 # --- agent state stays text -------------------------------------------------------------
 
 SCRIPT = "<script>alert('chat')</script>"
