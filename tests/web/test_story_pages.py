@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -278,6 +279,77 @@ def test_unknown_threads_and_checkpoints_are_404(client: TestClient, url: str) -
         assert response.json()["error"]["code"].startswith("not_found")
     else:
         assert "404 not found" in response.text
+
+
+#: Agent text no serde wrote, in a damaged copy of the ReAct run.
+HOSTILE = "<script>alert(1)</script>\"'><img src=x onerror=alert(2)>"
+
+
+@pytest.fixture(scope="module")
+def damaged(
+    react: ReactRun, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[TestClient, int]]:
+    """The ReAct run with its thread's ``messages`` channel and checkpoint record
+    overwritten (in one commit) by encodings no serde of LangGraph's wrote (another
+    serde's, a damaged row), hostile text among them; the client and that version."""
+    copy = tmp_path_factory.mktemp("damaged") / "agent"
+    shutil.copytree(react.directory, copy)
+    with rewinddb.open(copy) as db:
+        thread = db.at(react.main_branch)
+        items = ["pickle:AAAA", ["custom", "AAAA"], 12, HOSTILE]
+        with thread.transaction():
+            thread.kv.put("channel/messages", {"type": "list", "items": items, "version": 1})
+            thread.kv.put("checkpoint", ["custom", HOSTILE])
+        version = db.version
+    with TestClient(create_app(copy), base_url="http://localhost") as client:
+        yield client, version
+
+
+def assert_escaped(page: str) -> None:
+    assert "<script>alert" not in page and "<img src=x" not in page
+
+
+def test_undecodable_channels_are_shown_as_such(
+    react: ReactRun, damaged: tuple[TestClient, int]
+) -> None:
+    client, version = damaged
+    pages = {}
+    for name, url in [
+        ("thread", branch_url(react.main_branch)),
+        ("step", step_url(react.main_branch, version)),
+        ("events", branch_url(react.main_branch) + "?view=events"),
+        ("compare", f"/compare?a={react.main_branch}&b={react.fork_branch}"),
+        ("overview", "/"),
+    ]:
+        response = client.get(url)
+        assert response.status_code == 200, (url, response.text[:500])
+        assert_escaped(response.text)
+        pages[name] = response.text
+    # The conversation: each item no serde can read is an "undecodable" message, its
+    # stored text shown as text.
+    chat = pages["thread"][pages["thread"].index("Conversation") :]
+    assert words(chat).count("undecodable") >= 3, words(chat)[:800]
+    assert HOSTILE in text_of(chat) and "&lt;script&gt;" in chat
+    # The damaged checkpoint is the step "undecodable", in the steps beside the stored
+    # events and on its own page.
+    assert "Step -1: undecodable" in words(pages["step"])
+    assert "-1 undecodable" in words(pages["events"]) and 'class="event-row"' in pages["events"]
+    # Compared with the step before it, it is the first step that differs.
+    previous = re.findall(r'href="(/compare\?a=[^"]+)"', pages["step"])
+    assert previous, "the step page links its compare with the previous step"
+    compare = client.get(html.unescape(previous[0]))
+    assert compare.status_code == 200 and "<html" in compare.text
+    assert_escaped(compare.text)
+    assert "first differing step step -1: undecodable" in words(compare.text)
+    # The JSON twins answer too, the stored text as data.
+    steps = client.get(branch_url(react.main_branch, "/steps.json")).json()["steps"]
+    assert steps[-1]["label"] == "undecodable" and steps[-1]["version"] == version
+    detail = client.get(step_url(react.main_branch, version) + ".json")
+    assert detail.status_code == 200
+    # The overview's graph names the step too.
+    hovers = overview_figure(client)["data"][-1]["hovertext"]
+    assert any(h.endswith("<br>step -1: undecodable") for h in hovers)
+    assert not any("<script" in h for h in hovers)
 
 
 # --- the overview -----------------------------------------------------------------------
