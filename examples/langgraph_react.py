@@ -15,7 +15,7 @@ system message, ten human turns, tool calls and results, one interrupt resumed w
 
 from __future__ import annotations
 
-import sys
+import argparse
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -217,5 +217,21 @@ def main(directory: Path) -> None:
     print(f"open it in the explorer: rewinddb serve {directory}")
 
 
+def parse_args(argv: Sequence[str] | None = None) -> Path:
+    """The database directory the command line names (a new temporary one if none)."""
+    parser = argparse.ArgumentParser(
+        description="Record a ReAct travel agent's LangGraph run with RewindSaver "
+        "(no network, no API key), then open it with `rewinddb serve DIRECTORY`."
+    )
+    parser.add_argument(
+        "directory",
+        nargs="?",
+        type=Path,
+        help="the database directory to record into (default: a new temporary directory)",
+    )
+    directory: Path | None = parser.parse_args(argv).directory
+    return directory if directory is not None else Path(tempfile.mkdtemp()) / "agent"
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp()) / "agent")
+    main(parse_args())

@@ -584,6 +584,19 @@ def test_the_demo_research_run_reads_better(client: TestClient) -> None:
     assert "Steps (34 steps)" in shown and "hash chain verified (37 events)" in shown
 
 
+def test_the_react_example_answers_help_without_recording(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "langgraph_react.py"), "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: langgraph_react.py") and "directory" in done.stdout
+    assert list(tmp_path.iterdir()) == []  # no database named --help
+
+
 # --- words for web users ----------------------------------------------------------------
 
 
