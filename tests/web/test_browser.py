@@ -914,6 +914,117 @@ def test_pages_fit_the_window(
     tab.assert_clean()
 
 
+# The notebook widget's panels, laid out as ipywidgets lays them out (its CSS for boxes,
+# tabs, HTML panels and controls; each widget's ``layout`` as its inline style), so the
+# panels' own HTML can be measured in Chromium without a Jupyter server.
+WIDGET_CSS = """
+body { margin: 0; font: 13px sans-serif; }
+.w { margin: 2px; box-sizing: border-box; overflow: visible; }
+.box { display: flex; margin: 0; overflow: auto; }
+.hbox { flex-direction: row; } .vbox { flex-direction: column; }
+.tab-contents { width: 100%; box-sizing: border-box; border: 1px solid #ccc; padding: 15px;
+  flex-grow: 1; overflow: auto; }
+.html { display: flex; flex-direction: row; align-items: baseline; }
+.html-content { align-self: stretch; flex-grow: 1; flex-shrink: 1; line-height: 28px;
+  position: relative; }
+.control { height: 28px; width: 300px; } .button { width: 148px; }
+"""
+
+
+def widget_html(widget: Any) -> str:
+    """``widget`` (an ipywidgets tree) as the HTML its browser side draws: boxes are
+    flex rows or columns, every tab's contents shown, an HTML panel its value, any other
+    control an empty box of its size, the Plotly graph a placeholder."""
+    import ipywidgets as widgets
+    import plotly.graph_objects as go
+
+    if isinstance(widget, go.FigureWidget):
+        return '<div class="w" style="height:300px"></div>'
+    layout = widget.layout
+    style = ";".join(
+        f"{name.replace('_', '-')}:{value}"
+        for name in layout.keys
+        if not name.startswith("_") and isinstance(value := getattr(layout, name), str) and value
+    )
+    if isinstance(widget, widgets.Tab):
+        return "".join(
+            f'<div class="w box vbox"><div class="tab-contents">{widget_html(child)}</div></div>'
+            for child in widget.children
+        )
+    if isinstance(widget, widgets.Box):
+        kind = "hbox" if isinstance(widget, widgets.HBox) else "vbox"
+        inner = "".join(widget_html(child) for child in widget.children)
+        return f'<div class="w box {kind}" style="{style}">{inner}</div>'
+    if isinstance(widget, widgets.HTML):
+        content = f'<div class="html-content">{widget.value}</div>'
+        return f'<div class="w html" style="{style}">{content}</div>'
+    kind = "button" if isinstance(widget, (widgets.Button, widgets.ToggleButton)) else ""
+    return f'<div class="w control {kind}" style="{style}"></div>'
+
+
+#: Every HTML panel that shows something, and every box and tab around them, as
+#: [scrollWidth, clientWidth, its text]: a panel as wide as its content would stretch
+#: the box holding it, so both are measured.
+PANEL_WIDTHS = """() => [...document.querySelectorAll('.html, .box, .tab-contents')]
+  .filter(element => element.textContent.trim())
+  .map(element => [element.classList.contains('html'), element.scrollWidth,
+                   element.clientWidth, element.textContent.slice(0, 60)])"""
+#: ipywidgets gives every widget a 2 px margin, so a child 100% wide sticks out of its box
+#: by 4 px (by design, not overflow).
+MARGINS = 4
+
+
+@pytest.mark.parametrize("width", [1000, 480])
+def test_the_notebook_widgets_panels_fit_their_width(
+    chromium: Browser, react_server: tuple[ReactRun, str], width: int
+) -> None:
+    """The explorer widget on the ReAct thread and its fork, every tab filled (the
+    conversation, a tools step with its bookkeeping and raw JSON shown, an event's diff,
+    the fork compared with its thread): no panel's content is wider than the panel
+    (``scrollWidth <= clientWidth``: the diff's old and new columns and long values
+    wrap), and no panel is squeezed narrower than 200 px."""
+    from rewinddb.notebook import explore
+    from rewinddb.notebook.explorer import EVENTS_TAB
+
+    run, _ = react_server
+    page = chromium.new_page(viewport={"width": width, "height": 900})
+    try:
+        for branch in (run.main_branch, run.fork_branch):
+            explorer = explore(run.directory, branch=branch)
+            try:
+                explorer.steps.value = next(
+                    version for label, version in explorer.steps.options if "tools" in label
+                )
+                explorer.show_hidden.value = True
+                explorer.show_raw.value = True
+                explorer.tabs.selected_index = EVENTS_TAB
+                explorer.slider.value = explorer.slider.max // 2
+                explorer.compare_a.value = run.main_branch
+                explorer.compare_b.value = run.fork_branch
+                explorer.compare()
+                drawn = widget_html(explorer)
+            finally:
+                explorer.close()
+            page.set_content(f"<!doctype html><style>{WIDGET_CSS}</style><div>{drawn}</div>")
+            measured = page.evaluate(PANEL_WIDTHS)
+            assert sum(panel for panel, *_ in measured) >= 8, measured
+            for panel, scroll, client, text in measured:
+                where = f"{branch} at {width} px: {text!r}"
+                assert scroll <= client + (1 if panel else MARGINS), f"{where}: {scroll} > {client}"
+                assert not panel or client >= 200, f"{where}: squeezed to {client} px"
+        # The measure itself: a panel whose content is wider than the window is caught.
+        page.set_content(
+            f"<!doctype html><style>{WIDGET_CSS}</style>"
+            '<div class="w box vbox" style="width:100%;min-width:0">'
+            '<div class="w html" style="width:100%;min-width:0"><div class="html-content">'
+            '<div style="width:1400px">x</div></div></div></div>'
+        )
+        panel, scroll, client, _ = page.evaluate(PANEL_WIDTHS)[-1]
+        assert panel and scroll > client + 1, (scroll, client)
+    finally:
+        page.close()
+
+
 def test_hostile_chat_text_stays_text(chromium: Browser, tmp_path: Path) -> None:
     """Messages and tool arguments that are markup show as text; nothing runs."""
     from langchain_core.messages import AIMessage, HumanMessage
