@@ -58,7 +58,8 @@ _RANGES = {
     ("rewind_commits", "version"): "{c} >= 1",
     ("rewind_commits", "ts"): f"{{c}} BETWEEN 0 AND {_MAX_MICROS}",
     ("rewind_commits", "merge_version"): "{c} >= 0",
-    ("rewind_entries", "kind"): "{c} IN (0, 1, 2)",
+    ("rewind_entries", "kind"): "{c} IN (0, 1, 2, 3)",
+    ("rewind_horizons", "kept_from"): "{c} >= 0",
     ("rewind_entries", "space"): "{c} IN ('kv', 'json', 'state')",
     ("rewind_entries", "version"): "{c} >= 1",
     ("rewind_seqs", "base_len"): "{c} >= 0",
@@ -72,6 +73,7 @@ _RANGES = {
 _ROWS = (
     ("rewind_entries", "kind IN (0, 1) AND body IS NULL", "a value without a body"),
     ("rewind_entries", "kind <> 0 AND refs IS NOT NULL", "shared arrays in a non-JSON value"),
+    ("rewind_entries", "kind = 3 AND body IS NULL", "an erased value without its digest"),
     (
         "rewind_commits",
         "(merge_branch_id IS NULL) <> (merge_version IS NULL)",
@@ -80,7 +82,7 @@ _ROWS = (
 )
 
 #: (table, column, table, column): every non-NULL value of the first names a row of the
-#: second.
+#: second (the rows retention kept below a branch's horizon name no commit: left out).
 _REFERENCES = (
     ("rewind_branches", "parent_id", "rewind_branches", "id"),
     ("rewind_commits", "branch_id", "rewind_branches", "id"),
@@ -93,6 +95,13 @@ _REFERENCES = (
     ("rewind_events", "branch_id", "rewind_branches", "id"),
     ("rewind_events", "version", "rewind_commits", "version"),
     ("rewind_events", "origin_branch_id", "rewind_branches", "id"),
+    ("rewind_horizons", "branch_id", "rewind_branches", "id"),
+)
+
+#: Rows that name no commit by design: what retention kept below a branch's horizon.
+_BELOW_HORIZON = (
+    "EXISTS (SELECT 1 FROM rewind_horizons h WHERE h.branch_id = t.branch_id "
+    "AND t.version < h.kept_from)"
 )
 
 #: (table, key columns, JSON column, condition): the rows whose column must decode.
@@ -100,7 +109,8 @@ _JSON = (
     ("rewind_entries", "branch_id, space, key, version", "body", "kind = 0 AND body IS NOT NULL"),
     ("rewind_entries", "branch_id, space, key, version", "refs", "refs IS NOT NULL"),
     ("rewind_seq_items", "seq_id, idx", "item", "1 = 1"),
-    ("rewind_events", "branch_id, sequence", "payload", "1 = 1"),
+    # An erased payload (``events.erased_payload``) starts with a NUL byte: not JSON.
+    ("rewind_events", "branch_id, sequence", "payload", "NOT (payload >= ? AND payload < ?)"),
 )
 
 
@@ -302,10 +312,15 @@ def _rows(conn: Any) -> tuple[str, str] | None:
 
 def _references(conn: Any) -> tuple[str, str] | None:
     for table, column, target, key in _REFERENCES:
+        kept = (
+            f" AND NOT {_BELOW_HORIZON}"
+            if column == "version" and table in ("rewind_entries", "rewind_events")
+            else ""
+        )
         row = _first(
             conn,
             f"SELECT t.{column} FROM {table} t WHERE t.{column} IS NOT NULL AND NOT EXISTS "
-            f"(SELECT 1 FROM {target} r WHERE r.{key} = t.{column}) LIMIT 1",
+            f"(SELECT 1 FROM {target} r WHERE r.{key} = t.{column}){kept} LIMIT 1",
         )
         if row is not None:
             return table, f"{table}.{column} names {row[0]!r}, which is no row of {target}"
@@ -329,7 +344,8 @@ def _decodes(conn: Any) -> tuple[str, str] | None:
     """The JSON bodies, references, items and payloads decode (checked in Python: the
     encoder is orjson, whose JSON SQLite's own json_valid does not quite match)."""
     for table, keys, column, where in _JSON:
-        for row in conn.fetchall(f"SELECT {keys}, {column} FROM {table} WHERE {where}"):
+        params = (b"\x00erased@", b"\x00erased@\xff") if "?" in where else ()
+        for row in conn.fetchall(f"SELECT {keys}, {column} FROM {table} WHERE {where}", params):
             try:
                 orjson.loads(bytes(row[-1]))
             except (orjson.JSONDecodeError, TypeError, ValueError):

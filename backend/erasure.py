@@ -251,9 +251,9 @@ def purge_deleted(engine: Engine, branch_ids: Iterable[int]) -> ErasureReceipt:
             ("rewind_events", "events"),
             ("rewind_commits", "commits"),
         ):
-            counts[noun] += _deleted(
-                conn, f"DELETE FROM {table} WHERE branch_id = ? AND version > ?", (branch_id, above)
-            )
+            where = f"FROM {table} WHERE branch_id = ? AND version > ?"
+            counts[noun] += int(conn.fetchone(f"SELECT count(*) {where}", (branch_id, above))[0])
+            conn.execute(f"DELETE {where}", (branch_id, above))
         if cut is None:
             conn.execute("DELETE FROM rewind_horizons WHERE branch_id = ?", (branch_id,))
         if cut is None and not _named_elsewhere(engine, branch_id):
@@ -283,12 +283,6 @@ def _named_elsewhere(engine: Engine, branch_id: int) -> bool:
             "SELECT 1 FROM rewind_events WHERE origin_branch_id = ? LIMIT 1",
         )
     )
-
-
-def _deleted(conn: Any, sql: str, params: tuple[Any, ...]) -> int:
-    cursor = conn.execute(sql, params)
-    count = getattr(cursor, "rowcount", -1)
-    return max(int(count), 0)
 
 
 def erase_key(engine: Engine, space: str, key: str) -> ErasureReceipt:

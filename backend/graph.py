@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from ._engine import Engine
 from ._values import loads, short_text
+from .events import erased_at
 
 PointKind = Literal["event", "commit", "merge"]
 #: Characters of an event's payload shown in a dot's hover label.
@@ -169,6 +170,8 @@ def _event_points(
 
 
 def _summary(payload: bytes) -> str:
+    if erased_at(payload) is not None:
+        return "[erased]"
     return short_text(loads(bytes(payload)), SUMMARY_CHARS)
 
 

@@ -9,7 +9,8 @@
   version answer exactly as before; a read before the cut raises ``history_unavailable``
   naming the retention. The branch's event log keeps its events from the cut on (their
   sequence numbers do not change). A branch's newest version, and whatever a fork of it
-  reads (its state as of each fork point), are never removed.
+  reads (its state as of each fork point, and its whole log: a branch with forks keeps
+  its events), are never removed.
 - ``db.gc(dry_run=False)`` applies every policy, purges deleted branches (``erasure``)
   and gives the space back (``Connection.reclaim``), each step a short write transaction
   of its own, so agents writing meanwhile wait at most one step. A dry run makes the same
@@ -298,11 +299,15 @@ def cut_history(engine: Engine, name: str, cut: int, policy: str) -> tuple[Erasu
             "AND version = ?",
             [(record.id, space, key, version) for space, key, version, _, _ in doomed],
         )
-    last_event = conn.fetchone(
-        "SELECT sequence, hash FROM rewind_events WHERE branch_id = ? AND version < ? "
-        "ORDER BY version DESC, sequence DESC LIMIT 1",
-        (record.id, cut),
-    )
+    # A fork reads its parent's whole log up to its fork point: a branch with forks keeps
+    # its events.
+    last_event = None
+    if fork is None:
+        last_event = conn.fetchone(
+            "SELECT sequence, hash FROM rewind_events WHERE branch_id = ? AND version < ? "
+            "ORDER BY version DESC, sequence DESC LIMIT 1",
+            (record.id, cut),
+        )
     events = 0
     if last_event is not None:
         size = conn.fetchone(

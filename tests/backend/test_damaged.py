@@ -70,8 +70,25 @@ def build(directory: Path) -> None:
         db.branches.delete("gone")
         db.kv.put("after", 1)
         db.branches.merge("run-1", "default", strategy="source", events="append")
+        # A branch whose oldest history retention removed (rewind_horizons), an erased
+        # value and an erased event.
+        db.branches.fork("default", "kept")
+        kept = db.at("kept")
+        for n in range(4):
+            kept.kv.put("k", n)
+            kept.events.append("step", {"n": n})
+        db.prune("kept", keep_last=2)
+        db.kv.put("erased", {"secret": 1})
+        db.erase_key("kv", "erased")
+        kept.events.erase(kept.events.length() - 1)
     with sqlite3.connect(directory / DB_FILE) as conn:
-        for table in ("rewind_seqs", "rewind_seq_items", "rewind_events", "rewind_commits"):
+        for table in (
+            "rewind_seqs",
+            "rewind_seq_items",
+            "rewind_events",
+            "rewind_commits",
+            "rewind_horizons",
+        ):
             count = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
             assert count, f"the base database has no row in {table}"
         merges = conn.execute(
@@ -274,7 +291,9 @@ def _damages() -> list[Damage]:
         Damage("file:truncated-half", _truncate(None, 0.5)),
         Damage("file:truncated-odd", _truncate(None, 0.77)),
         Damage("file:garbage-header", _garbage(0)),
-        Damage("file:garbage-page-2", _garbage(1)),
+        # (Page 2 of a file with incremental vacuum is its pointer map, which reads do
+        # not use: the first table page after it.)
+        Damage("file:garbage-page-3", _garbage(2)),
         Damage("file:garbage-page-5", _garbage(4)),
         Damage("file:garbage-last-page", _garbage(None, last=True)),
         Damage("file:other-app", _replace_with_other_app),
@@ -312,7 +331,7 @@ EXPECTED = {
         f"file:{name}": "corrupt"
         for name in ("truncated-1-page", "truncated-3-pages", "truncated-half", "truncated-odd")
     },
-    **{f"file:{name}": "corrupt" for name in ("garbage-header", "garbage-page-2")},
+    **{f"file:{name}": "corrupt" for name in ("garbage-header", "garbage-page-3")},
     **{f"file:{name}": "corrupt" for name in ("garbage-page-5", "garbage-last-page")},
     **{f"file:{name}": "invalid.database" for name in ("zero-bytes", "other-app", "text")},
 }
