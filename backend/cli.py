@@ -1,17 +1,21 @@
-"""The ``rewinddb`` command: look at a database's branches, logs, state and diffs, and
-move its history between databases (``export`` / ``import``).
+"""The ``rewinddb`` command: look at a database's branches, logs, state and diffs, move
+its history between databases (``export`` / ``import``), and bound or erase it
+(``gc``, ``retain``, ``pin`` / ``unpin``, ``delete``).
 
-The viewing commands open the database read-only and take ``--json`` for machine output.
+The viewing commands open the database read-only and take ``--json`` for machine output;
+the commands that change a database never create one (a mistyped path is an error).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
+import re
 import shutil
 import sys
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
@@ -19,9 +23,10 @@ import orjson
 
 from ._values import jsonable
 from .database import open as open_database
-from .errors import RewindError
+from .errors import InvalidInputError, RewindError
 from .presenters import readable
 from .progress import Progress
+from .retention import GcReport, RetentionPolicy
 from .transfer import TransferCounts
 
 
@@ -134,24 +139,198 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> None:
-    target = Path(args.path)
-    existed = target.exists()
+    # A URL goes to rewinddb.open as it is; a directory is removed again if the import
+    # that created it fails.
+    directory = None if "://" in args.path else Path(args.path)
+    existed = directory is None or directory.exists()
     try:
         if args.file == "-":
-            counts = _import(target, sys.stdin.buffer, 0)
+            counts = _import(args.path, sys.stdin.buffer, 0)
         else:
             with open(args.file, "rb") as source:
-                counts = _import(target, source, os.fstat(source.fileno()).st_size)
+                counts = _import(args.path, source, os.fstat(source.fileno()).st_size)
     except BaseException:
-        if not existed and target.exists():
-            shutil.rmtree(target)  # a failed import leaves no empty database behind
+        if directory is not None and not existed and directory.exists():
+            shutil.rmtree(directory)  # a failed import leaves no empty database behind
         raise
     print(f"imported {counts} into {args.path}", file=sys.stderr)
 
 
-def _import(target: Path, source: IO[bytes], size: int) -> TransferCounts:
+def _import(target: str, source: IO[bytes], size: int) -> TransferCounts:
     with open_database(target) as db:
         return db.import_jsonl(source, progress=Progress("importing", size, "bytes"))
+
+
+# -- retention and erasure ---------------------------------------------------------------
+
+_UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+
+
+def _duration(text: str) -> timedelta:
+    """``--max-age``: a positive whole number and a unit, ``30d``, ``12h``, ``90m``, ``3600s``."""
+    match = re.fullmatch(r"\s*(-?\d+)\s*([dhms])\s*", text)
+    if match is None:
+        raise InvalidInputError(
+            f"--max-age {text!r} is not a duration: give a whole number and a unit "
+            "(d, h, m or s), as in 30d, 12h, 90m or 3600s",
+            code="invalid.retention",
+        )
+    amount = int(match.group(1))
+    if amount <= 0:
+        raise InvalidInputError(
+            f"--max-age {text!r} must be more than zero (a negative age is in the future)",
+            code="invalid.retention",
+        )
+    return timedelta(seconds=amount * _UNITS[match.group(2)])
+
+
+def _age(age: timedelta | None) -> str:
+    """A policy's ``max_age`` in the unit ``--max-age`` would take it in."""
+    if age is None:
+        return "-"
+    seconds = int(age.total_seconds())
+    if seconds != age.total_seconds():
+        return f"{age.total_seconds():g}s"
+    unit = next(unit for unit, size in _UNITS.items() if seconds % size == 0)
+    return f"{seconds // _UNITS[unit]}{unit}"
+
+
+def _policy_dict(policy: RetentionPolicy) -> dict[str, Any]:
+    return {
+        "pattern": policy.pattern,
+        "keep_last": policy.keep_last,
+        "max_age": None if policy.max_age is None else policy.max_age.total_seconds(),
+        "keep_pinned": policy.keep_pinned,
+    }
+
+
+def _policy_text(policy: RetentionPolicy) -> str:
+    terms = []
+    if policy.keep_last is not None:
+        terms.append(f"the last {policy.keep_last:,} versions")
+    if policy.max_age is not None:
+        terms.append(f"versions younger than {_age(policy.max_age)}")
+    pinned = "pinned branches kept whole" if policy.keep_pinned else "pinned branches included"
+    return f"{policy.pattern!r}: keep {' and '.join(terms)}; {pinned}"
+
+
+def _gc_dict(report: GcReport) -> dict[str, Any]:
+    data = dataclasses.asdict(report)
+    data["longest_step_ms"] = round(report.longest_step * 1000, 3)
+    return data
+
+
+def cmd_gc(args: argparse.Namespace) -> None:
+    """Apply the retention policies, purge deleted branches, give the space back."""
+    with open_database(args.path, create=False) as db:
+        report = db.gc(dry_run=args.dry_run, vacuum=args.vacuum)
+    if args.json:
+        _dump(_gc_dict(report))
+        return
+    print(f"{report}; longest write-lock step {report.longest_step * 1000:.1f} ms")
+    kept = "would keep" if report.dry_run else "keeps"
+    for name, version in sorted(report.horizons.items()):
+        print(f"  {name}: {kept} its history from version {version}")
+    if report.dry_run:
+        print("dry run: nothing was changed; run it without --dry-run to free this")
+
+
+def cmd_retain(args: argparse.Namespace) -> None:
+    """Set, list or drop the retention policies."""
+    terms = args.keep_last is not None or args.max_age is not None or args.include_pinned
+    if args.list:
+        if args.pattern is not None or terms:
+            args.parser.error("--list takes no pattern and no terms")
+    elif args.pattern is None:
+        args.parser.error("give a PATTERN (or --list)")
+    elif args.drop and terms:
+        args.parser.error("--drop takes a pattern only")
+    # Check the terms before opening: a bad one never touches the database.
+    max_age = None if args.max_age is None else _duration(args.max_age)
+    if not args.list and not args.drop:
+        if args.keep_last is None and max_age is None:
+            raise InvalidInputError(
+                "give --keep-last N, --max-age AGE or both (a policy that keeps everything "
+                "does nothing); --list lists the policies, --drop removes one",
+                code="invalid.retention",
+            )
+        if args.keep_last is not None and args.keep_last < 1:
+            raise InvalidInputError(
+                f"--keep-last must be at least 1, not {args.keep_last}",
+                code="invalid.retention",
+            )
+    with open_database(args.path, create=False, readonly=args.list) as db:
+        if args.list:
+            found = db.retention()
+            if args.json:
+                _dump([_policy_dict(policy) for policy in found])
+            elif not found:
+                print("no retention policies (set one: rewinddb retain PATH PATTERN --keep-last N)")
+            else:
+                print(f"{'pattern':20} {'keep last':>9} {'max age':>8}  pinned branches")
+                for policy in found:
+                    keep = "-" if policy.keep_last is None else str(policy.keep_last)
+                    pinned = "kept whole" if policy.keep_pinned else "included"
+                    print(f"{policy.pattern:20} {keep:>9} {_age(policy.max_age):>8}  {pinned}")
+            return
+        if args.drop:
+            if not db.drop_retention(args.pattern):
+                raise InvalidInputError(
+                    f"there is no retention policy for {args.pattern!r}; "
+                    f"`rewinddb retain {args.path} --list` lists them",
+                    code="invalid.retention",
+                )
+            if args.json:
+                _dump({"dropped": args.pattern})
+            else:
+                print(f"dropped the retention policy for {args.pattern!r}")
+            return
+        policy = db.retain(
+            args.pattern,
+            keep_last=args.keep_last,
+            max_age=max_age,
+            keep_pinned=not args.include_pinned,
+        )
+    if args.json:
+        _dump(_policy_dict(policy))
+    else:
+        print(f"retain {_policy_text(policy)}")
+        print(f"applied by the next gc (rewinddb gc {args.path} --dry-run shows what it frees)")
+
+
+def cmd_pin(args: argparse.Namespace) -> None:
+    with open_database(args.path, create=False) as db:
+        if args.unpin:
+            db.branches.unpin(args.branch)
+        else:
+            db.branches.pin(args.branch)
+        pinned = db.branches.pinned()
+    if args.json:
+        _dump({"branch": args.branch, "pinned": args.branch in pinned, "all_pinned": pinned})
+    elif args.unpin:
+        print(f"unpinned {args.branch!r}")
+    else:
+        print(f"pinned {args.branch!r}: it cannot be deleted, and retention keeps it whole")
+
+
+def cmd_delete(args: argparse.Namespace) -> None:
+    with open_database(args.path, create=False) as db:
+        receipt = db.branches.delete(args.branch, purge=args.purge)
+    if args.json:
+        _dump(
+            {
+                "branch": args.branch,
+                "purged": receipt is not None,
+                "removed": None if receipt is None else dataclasses.asdict(receipt),
+            }
+        )
+    elif receipt is None:
+        print(
+            f"deleted {args.branch!r}; its rows stay until `rewinddb gc {args.path}` "
+            "(or delete --purge) removes them"
+        )
+    else:
+        print(f"deleted and purged {args.branch!r}: {receipt}")
 
 
 def _web() -> Any:
@@ -248,7 +427,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rewinddb",
         description="Inspect a rewinddb database (read-only), serve the web explorer on it, "
-        "or move its history between databases (export / import).",
+        "move its history between databases (export / import), or bound and erase it "
+        "(gc, retain, pin, unpin, delete).",
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -281,7 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="Write the history as JSON Lines (to stdout by default).",
         description="Write the history as JSON Lines: branches, commits, values and events.",
     )
-    export.add_argument("path", help="the database directory")
+    export.add_argument("path", help="the database directory, or a postgresql:// URL")
     export.add_argument("--branch", action="append", help="only this branch (repeatable)")
     export.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
     export.set_defaults(handler=cmd_export)
@@ -291,7 +471,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="Rebuild an exported history in a new database.",
         description="Rebuild an exported history in a database with no history yet.",
     )
-    load.add_argument("path", help="the database directory (created if missing)")
+    load.add_argument(
+        "path", help="the database directory (created if missing), or a postgresql:// URL"
+    )
     load.add_argument("file", help="the .jsonl export ('-' for stdin)")
     load.set_defaults(handler=cmd_import)
 
@@ -305,6 +487,72 @@ def build_parser() -> argparse.ArgumentParser:
         "Check the whole history (lineage, commit and event hash chains, list items); "
         "exit 1 and name each branch's first bad point if anything is wrong.",
         cmd_verify,
+    )
+
+    gc = command(
+        "gc",
+        "Apply the retention policies, remove the rows of deleted branches and give the "
+        "space back, in short write transactions (agents may write meanwhile).",
+        cmd_gc,
+    )
+    gc.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="change nothing; report exactly what a run would free",
+    )
+    gc.add_argument(
+        "--vacuum",
+        action="store_true",
+        help="also rewrite the whole file (one long step; shrinks files made before schema 8)",
+    )
+
+    retain = command(
+        "retain",
+        "Set the retention policy of the branches matching PATTERN (applied by gc), "
+        "list the policies (--list) or drop one (--drop).",
+        cmd_retain,
+    )
+    retain.add_argument("pattern", nargs="?", help="a glob of branch names, such as 'lg/*'")
+    retain.add_argument(
+        "--keep-last", type=int, metavar="N", help="keep each branch's newest N versions"
+    )
+    retain.add_argument(
+        "--max-age",
+        metavar="AGE",
+        help="keep versions younger than this: 30d, 12h, 90m or 3600s",
+    )
+    retain.add_argument(
+        "--include-pinned",
+        action="store_true",
+        help="prune pinned branches too (by default a policy keeps them whole)",
+    )
+    which = retain.add_mutually_exclusive_group()
+    which.add_argument("--list", action="store_true", help="list the policies")
+    which.add_argument("--drop", action="store_true", help="remove PATTERN's policy")
+    retain.set_defaults(parser=retain)
+
+    pin = command(
+        "pin",
+        "Pin a branch: it cannot be deleted, and retention policies keep its whole history.",
+        cmd_pin,
+    )
+    pin.add_argument("branch")
+    pin.set_defaults(unpin=False)
+    unpin = command("unpin", "Undo pin (nothing happens if it is not pinned).", cmd_pin)
+    unpin.add_argument("branch")
+    unpin.set_defaults(unpin=True)
+
+    delete = command(
+        "delete",
+        "Delete a branch (not default, not a pinned one): its reads then fail. Its rows stay "
+        "until gc, or go now with --purge; what its forks inherited stays.",
+        cmd_delete,
+    )
+    delete.add_argument("branch")
+    delete.add_argument(
+        "--purge",
+        action="store_true",
+        help="remove its rows (and its deleted descendants') now, from the file too",
     )
 
     def web_options(sub: argparse.ArgumentParser) -> None:
