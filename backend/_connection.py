@@ -133,8 +133,10 @@ class Connection:
     def _end(self, *, commit: bool) -> None:
         raise NotImplementedError
 
-    def reclaim(self, *, step_pages: int = 256, full: bool = False) -> None:
-        """Give the space of deleted rows back to the file system (see the backends)."""
+    def reclaim(self, *, step_pages: int = 256, full: bool = False) -> float:
+        """Give the space of deleted rows back to the file system (see the backends);
+        returns the longest any of its steps held the write lock, in seconds."""
+        return 0.0
 
     def _close(self) -> None:
         raise NotImplementedError
@@ -562,27 +564,30 @@ class SQLiteConnection(Connection):
     def _close(self) -> None:
         self._raw.close()
 
-    def reclaim(self, *, step_pages: int = 256, full: bool = False) -> None:
+    def reclaim(self, *, step_pages: int = 256, full: bool = False) -> float:
         """Give the space of deleted rows back: checkpoint the WAL and truncate it (so no
         old page image keeps erased bytes), then shrink the file by its free pages, a
         short write transaction at a time (``full``: rewrite the whole file, ``VACUUM``,
         which a file created before incremental vacuum needs to shrink)."""
+        longest = 0.0
         with self.lock:
             self.check_open()
             if self.readonly or self._depth:
-                return
+                return longest
+            raw = self._raw
             try:
                 if full:
-                    self._raw.execute("PRAGMA auto_vacuum = INCREMENTAL")
-                    self._raw.execute("VACUUM")
-                elif self._raw.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
-                    while self._raw.execute("PRAGMA freelist_count").fetchone()[0]:
-                        self._raw.execute(
-                            f"PRAGMA incremental_vacuum({int(step_pages)})"
-                        ).fetchall()
-                self._raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+                    raw.execute("PRAGMA auto_vacuum = INCREMENTAL")
+                    raw.execute("VACUUM")
+                elif raw.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
+                    while raw.execute("PRAGMA freelist_count").fetchone()[0]:
+                        start = time.perf_counter()
+                        raw.execute(f"PRAGMA incremental_vacuum({int(step_pages)})").fetchall()
+                        longest = max(longest, time.perf_counter() - start)
+                raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
             except sqlite3.Error as error:
                 raise storage_error(error) from error
+            return longest
 
     def _prepare_new(self) -> None:
         """Switch a new file to WAL. SQLite does not wait on busy_timeout for this, so

@@ -87,3 +87,15 @@ def bump_generation(conn: Any) -> None:
     conn.execute(
         "INSERT INTO rewind_meta (key, value) VALUES ('generation', ?)", (str(current + 1),)
     )
+
+
+def hold_clock(conn: Statements, clock: int) -> None:
+    """Keep the clock at ``clock`` although the newest commits may be removed (a purge):
+    versions never come round again (``_clock``'s floor)."""
+    row = conn.fetchone("SELECT value FROM rewind_meta WHERE key = 'clock_floor'")
+    floor = int(row[0]) if row is not None and str(row[0]).isdigit() else 0
+    if clock > floor:
+        conn.execute("DELETE FROM rewind_meta WHERE key = 'clock_floor'")
+        conn.execute(
+            "INSERT INTO rewind_meta (key, value) VALUES ('clock_floor', ?)", (str(clock),)
+        )

@@ -389,16 +389,17 @@ class PostgresConnection(Connection):
         if self._raw is not None:
             self._raw.close()
 
-    def reclaim(self, *, step_pages: int = 256, full: bool = False) -> None:
+    def reclaim(self, *, step_pages: int = 256, full: bool = False) -> float:
         """``VACUUM`` the tables (outside any transaction), so the space of deleted rows is
         reused (``full``: ``VACUUM FULL``, which returns it to the file system but locks
         each table while it rewrites it)."""
         with self.lock:
             self.check_open()
             if self.readonly or self._depth:
-                return
+                return 0.0
             for table in _schema.TABLES:
                 self.execute(f"VACUUM {'FULL ' if full else ''}{table.name}")
+            return 0.0  # plain VACUUM takes no lock that stops writers
 
     # -- schema ------------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from . import _commit_hash
 from ._engine import Engine, check_name, now_micros
-from ._horizons import bump_generation
+from ._horizons import bump_generation, hold_clock
 from ._values import loads
 from .errors import InvalidInputError, NotFoundError
 from .models import ErasureReceipt
@@ -237,6 +237,8 @@ def purge_deleted(engine: Engine, branch_ids: Iterable[int]) -> ErasureReceipt:
 
     sweep = Sweep()
     counts = {"branches": 0, "entries": 0, "events": 0, "commits": 0}
+    if doomed:
+        hold_clock(conn, engine.clock())
     for branch_id in sorted(doomed, reverse=True):
         cut = cut_of(branch_id)
         above = -1 if cut is None else cut

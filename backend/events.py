@@ -149,6 +149,11 @@ def last_event(engine: Engine, record: BranchRecord, version: int) -> tuple[int,
         if row is not None:
             found = (int(row[0]), str(row[1]), int(row[2]))
             break
+        kept = engine.horizon(branch_id)
+        if kept is not None and kept.first_event is not None and cap >= kept.kept_from:
+            # Retention removed this branch's older events: its log ends with the last.
+            found = (kept.first_event - 1, kept.event_hash or "", kept.kept_from - 1)
+            break
     if newest:
         engine.memory.put("log_end", record.id, found)
     return None if found is None else (found[0], found[1])

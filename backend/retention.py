@@ -101,11 +101,17 @@ class GcReport:
 
     def __str__(self) -> str:
         verb = "would free" if self.dry_run else "freed"
-        line = (
-            f"{verb} {self.versions:,} versions, {self.branches:,} deleted branches, "
-            f"{self.entries:,} entries, {self.events:,} events, {self.list_items:,} list items "
-            f"({self.bytes:,} bytes of data)"
+        counts = ", ".join(
+            f"{count:,} {one if count == 1 else many}"
+            for count, one, many in (
+                (self.versions, "version", "versions"),
+                (self.branches, "deleted branch", "deleted branches"),
+                (self.entries, "entry", "entries"),
+                (self.events, "event", "events"),
+                (self.list_items, "list item", "list items"),
+            )
         )
+        line = f"{verb} {counts} ({self.bytes:,} bytes of data)"
         if self.file_bytes_before is not None and self.file_bytes_after is not None:
             line += f"; file {self.file_bytes_before:,} -> {self.file_bytes_after:,} bytes"
         return line
@@ -488,7 +494,9 @@ def gc(engine: Engine, *, dry_run: bool = False, vacuum: bool = False) -> GcRepo
     # 3. Space: the WAL checkpointed and truncated, free pages given back (in steps of
     # their own; a full VACUUM, when asked for, is one long step by design).
     if not dry_run:
-        conn.reclaim(full=vacuum)
+        held = conn.reclaim(full=vacuum)
+        if not vacuum:
+            report.longest_step = max(report.longest_step, held)
         report.file_bytes_after = _file_bytes(engine)
     return report
 
