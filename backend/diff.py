@@ -71,7 +71,7 @@ class Diff:
         counts = self.counts()
         if self.changes:
             lines.append(
-                f"{len(self.changes)} changes: {counts['added']} added, "
+                f"{rendering.plural(len(self.changes), 'change')}: {counts['added']} added, "
                 f"{counts['removed']} removed, {counts['changed']} changed"
             )
         else:

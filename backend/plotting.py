@@ -52,7 +52,7 @@ LANE_CHARS = 24
 MESSAGE_CHARS = 80
 #: Steps :func:`story_labels` asks the presenters for, at most, over the whole graph
 #: (each request counts as at least ``REQUEST_COST``): lanes past it keep stored labels.
-STEP_BUDGET = 3000
+STEP_BUDGET = 1000
 REQUEST_COST = 25
 #: Steps asked for in one request.
 STEP_REQUEST = 500

@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 
 import rewinddb
 from rewinddb import rendering, story
-from rewinddb.plotting import graph_figure, points_trace
+from rewinddb.plotting import graph_figure, points_trace, story_labels
 from rewinddb.presenters import STEPS_PAGE, Fork, StepPage, Transcript
 
 from . import _html
@@ -219,8 +219,9 @@ class Explorer(widgets.VBox):
         self._load_branch()
 
     def _draw_graph(self, version: int, branches: list[str]) -> None:
-        graph = only_branches(self._db().graph(max_points_per_branch=GRAPH_POINTS), branches)
-        figure = graph_figure(graph, head=version)
+        db = self._db()
+        graph = only_branches(db.graph(max_points_per_branch=GRAPH_POINTS), branches)
+        figure = graph_figure(graph, head=version, labels=story_labels(db, graph))
         with self.graph.batch_update():
             self.graph.data = []
             self.graph.add_traces(list(figure.data))

@@ -56,8 +56,9 @@ ShowAll = Annotated[bool, Query()]
 
 
 def _overview(request: Request, template: str, show_all: bool) -> Response:
-    data = queries.overview(db_of(request), include_internal=show_all)
-    figure = figure_data(data["graph"], data["version"])
+    db = db_of(request)
+    data = queries.overview(db, include_internal=show_all)
+    figure = figure_data(data["graph"], data["version"], db=db, rows=data["branches"])
     return render(request, template, {**data, "figure": figure})
 
 

@@ -342,7 +342,11 @@ def test_a_react_thread_reads_as_a_conversation(react: ReactRun) -> None:
 def test_internal_branches_are_hidden_unless_asked_for(react: ReactRun) -> None:
     explorer = explore(react.directory)
     assert explorer.branch.options == (react.main_branch, react.fork_branch)
-    assert list(explorer.graph.layout.yaxis.ticktext) == [react.main_branch, react.fork_branch]
+    # The lanes are named as the overview names them: by the thread, a fork by the step
+    # it edits (rewinddb.plotting.story_labels).
+    lanes = list(explorer.graph.layout.yaxis.ticktext)
+    assert len(lanes) == 2 and not any(lane.startswith("lg/") for lane in lanes)
+    assert "edit of step" in lanes[1]
     assert "(2 internal hidden)" in explorer.title.value
     explorer.all_branches.value = True
     assert set(explorer.branch.options) == {
