@@ -5,8 +5,10 @@ points), the shared arrays, commits, every written value and every event, with t
 original version numbers, so every ``as_of`` read gives the same answer and every event
 hash is the same. Records, one JSON object a line, in this order::
 
-    {"type": "header", "format": "rewinddb-export", "format_version": 1, ...}
+    {"type": "header", "format": "rewinddb-export", "format_version": 2, ...}
     {"type": "branch", "id", "name", "parent", "forked_at", "created_at", "deleted_at"}
+    {"type": "horizon", "branch", "kept_from", "policy", "pruned_at", "previous_hash",
+     "rows_hash", "first_event", "event_hash"}          where retention cut a branch
     {"type": "array", "id", "base", "base_len"}          shared array storage
     {"type": "items", "array", "start", "items": [...]}
     {"type": "commit", "version", "branch", "ts", "trigger", "message", "merge_branch", ...}
@@ -14,6 +16,15 @@ hash is the same. Records, one JSON object a line, in this order::
     {"type": "event", "branch", "sequence", "version", "event_type", "ts", "hash", "origin",
      "payload"}
     {"type": "end", "counts": {...}}
+
+Erased and pruned history (``erasure``, ``retention``) travels as it is stored, never
+what was removed: an erased entry has kind ``"erased"``, its ``digest`` (the hex sha256
+its commit's hash covers) and ``erased_at`` (the version that erased it), no value; an
+erased event has ``erased_at`` and a null payload, and keeps its hash. A horizon says
+where retention cut a branch's history: the entries it kept below ``kept_from`` have no
+commit of their own, its commits' hash chain starts at ``previous_hash`` and its own
+event log at ``first_event`` (chained on ``event_hash``). Format 1 (without these) still
+imports.
 
 Both directions stream: export reads with cursors and writes line by line; import reads
 line by line inside one transaction, so a bad file (broken hash chain, unknown record,
@@ -23,13 +34,16 @@ Import applies the API's own rules to every field, with the API's own checks, so
 imports can be read and shown: values pass ``_values.validate`` (JSON, 64-bit integers,
 at most ``MAX_DEPTH`` levels, counted in the whole value, also through shared arrays);
 names pass ``check_name`` and texts ``check_text``; timestamps are never in the future,
-commits' never go back, and an event's is its commit's. A failure of the storage (disk
-full, I/O error) is not the file's fault: it goes on as the engine reports it.
+commits' never go back, and an event's is its commit's; erased rows and horizons are as
+``erasure`` and ``retention`` write them. A failure of the storage (disk full, I/O error)
+is not the file's fault: it goes on as the engine reports it.
 """
 
 from __future__ import annotations
 
 import base64
+import bisect
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -42,27 +56,41 @@ from ._engine import (
     DEFAULT_BRANCH,
     KIND_BYTES,
     KIND_DELETED,
+    KIND_ERASED,
     KIND_JSON,
     Engine,
     check_name,
     check_text,
     now_micros,
 )
+from ._horizons import BASE_ROWS, rows_hash
 from ._schema import SCHEMA_VERSION
 from ._values import dumps, height, validate
 from .documents import Documents
 from .errors import BranchExistsError, ImportFormatError, InvalidValueError, RewindError
-from .events import event_hash, last_event
+from .events import erased_at, erased_payload, event_hash
 from .kv import KV
 from .models import from_micros
 from .progress import Progress
 from .state import State
 
 FORMAT = "rewinddb-export"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: The formats import reads: 1 had no horizons and no erased rows.
+_READS = (1, 2)
 _ITEMS_PER_LINE = 256
-_KINDS = {KIND_JSON: "json", KIND_BYTES: "bytes", KIND_DELETED: "deleted"}
-_SECTIONS = ("branch", "array", "items", "commit", "entry", "event")
+_KINDS = {KIND_JSON: "json", KIND_BYTES: "bytes", KIND_DELETED: "deleted", KIND_ERASED: "erased"}
+_SECTIONS = ("branch", "horizon", "array", "items", "commit", "entry", "event")
+_HORIZON_FIELDS = (
+    "kept_from",
+    "policy",
+    "pruned_at",
+    "previous_hash",
+    "rows_hash",
+    "first_event",
+    "event_hash",
+)
+_HEX64 = re.compile("[0-9a-f]{64}")
 #: Each space and whether it stores raw bytes (as its API's writes allow).
 _SPACES = {space.space: space.allows_bytes for space in (KV, Documents, State)}
 
@@ -82,6 +110,7 @@ class TransferCounts:
         names = {
             "branch": "branches",
             "deleted": "deleted branches",
+            "horizon": "horizons",
             "array": "arrays",
             "items": "array chunks",
             "commit": "commits",
@@ -177,6 +206,22 @@ def export_jsonl(
             )
             if deleted_at is None:
                 result.branches.append(name)
+        if engine.conn.schema_migrated[1] >= 8:  # older schemas had no retention
+            for row in conn.fetchall(
+                f"SELECT branch_id, {', '.join(_HORIZON_FIELDS)} FROM rewind_horizons "
+                f"WHERE branch_id IN ({marks}) ORDER BY branch_id",
+                params,
+            ):
+                emit(
+                    "horizon",
+                    _line(
+                        {
+                            "type": "horizon",
+                            "branch": row[0],
+                            **dict(zip(_HORIZON_FIELDS, row[1:], strict=True)),
+                        }
+                    ),
+                )
         for seq, base, base_len, length in _exported_arrays(engine, marks, params):
             emit("array", _line({"type": "array", "id": seq, "base": base, "base_len": base_len}))
             for start, items in _item_chunks(engine, seq, length):
@@ -228,6 +273,12 @@ def export_jsonl(
                 record["arrays"] = orjson.loads(bytes(refs))
             if kind == KIND_JSON:
                 emit("entry", _line(record, "value", bytes(body)))
+            elif kind == KIND_ERASED:
+                # Only what the commit's hash covers: never the value, nor its trigger.
+                record["trigger"] = None
+                record["digest"] = bytes(body).hex()
+                record["erased_at"] = _commit_hash.erased_version(trigger)
+                emit("entry", _line(record))
             else:
                 if kind == KIND_BYTES:
                     record["value"] = base64.b64encode(bytes(body)).decode()
@@ -239,23 +290,21 @@ def export_jsonl(
             params,
         ):
             branch_id, sequence, version, event_type, ts, digest, origin, origin_seq, payload = row
-            emit(
-                "event",
-                _line(
-                    {
-                        "type": "event",
-                        "branch": branch_id,
-                        "sequence": sequence,
-                        "version": version,
-                        "event_type": event_type,
-                        "ts": ts,
-                        "hash": digest,
-                        "origin": None if origin is None else [origin, origin_seq],
-                    },
-                    "payload",
-                    bytes(payload),
-                ),
-            )
+            event = {
+                "type": "event",
+                "branch": branch_id,
+                "sequence": sequence,
+                "version": version,
+                "event_type": event_type,
+                "ts": ts,
+                "hash": digest,
+                "origin": None if origin is None else [origin, origin_seq],
+            }
+            erased = erased_at(payload)
+            if erased is not None:  # the marker is not JSON: the payload is gone
+                emit("event", _line({**event, "erased_at": erased, "payload": None}))
+            else:
+                emit("event", _line(event, "payload", bytes(payload)))
         out.write(_line({"type": "end", "counts": result.counts}))
     if progress is not None:
         progress.close()
@@ -321,6 +370,20 @@ def _item_chunks(engine: Engine, seq: int, end: int) -> Iterator[tuple[int, list
 # -- import -------------------------------------------------------------------
 
 
+@dataclass
+class _Horizon:
+    """A horizon as the file gives it, and the entries it keeps below ``kept_from``
+    (``_horizons.rows_hash``'s rows, with the file's array ids)."""
+
+    kept_from: int
+    rows_hash: str
+    first_event: int | None
+    event_hash: str | None
+    line: int = 0
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    keys: set[tuple[str, str]] = field(default_factory=set)
+
+
 class _Importer:
     """Applies one export file's records, checking every field as it goes."""
 
@@ -344,11 +407,41 @@ class _Importer:
         self.result = TransferCounts()
         self.line_number = 0
         self.section = 0
+        self.names: dict[int, str] = {}  # (new) branch id -> its name
+        self.parents: dict[int, int | None] = {}  # (new) branch id -> its parent's
+        self.root = 0  # the (new) id of the default branch, whose history is never cut
+        self.horizons: dict[int, _Horizon] = {}  # (new) branch id -> where it was cut
+        # (new) branch id -> (sequence, hash, version) of its own last event imported so far
+        self.log_ends: dict[int, tuple[int, str, int]] = {}
+        self.deleted: set[int] = set()  # (new) ids of deleted branches
+        self.commit_order: list[int] = []  # the versions of the file's commits, in order
+        # (new) branch id, version -> the time of an event whose commit retention removed
+        self.removed_stamps: dict[tuple[int, int], int] = {}
 
-    def fail(self, why: str) -> ImportFormatError:
-        return ImportFormatError(f"line {self.line_number}: {why}", line=self.line_number)
+    def fail(self, why: str, line: int | None = None) -> ImportFormatError:
+        line = self.line_number if line is None else line
+        return ImportFormatError(f"line {line}: {why}", line=line)
 
     # -- field checks ------------------------------------------------------------
+
+    def digest(self, record: dict[str, Any], name: str, *, optional: bool = False) -> Any:
+        """A sha256 as the API stores it: 64 lowercase hex digits."""
+        value = record.get(name)
+        if value is None and optional:
+            return None
+        if not isinstance(value, str) or not _HEX64.fullmatch(value):
+            raise self.fail(f"{name!r} must be a sha256 in 64 lowercase hex digits, not {value!r}")
+        return value
+
+    def erased_at(self, record: dict[str, Any], low: int) -> int:
+        """The version that erased a row: an erasure is made at the clock's version, so
+        one from ``low`` (the row's own, for an entry) to the file's clock."""
+        at = self.integer(record, "erased_at")
+        if not low <= at <= self.clock:
+            raise self.fail(
+                f"'erased_at' {at} is not a version from {low} to the file's clock ({self.clock})"
+            )
+        return int(at)
 
     def integer(
         self, record: dict[str, Any], name: str, *, optional: bool = False, limit: int = 2**62
@@ -404,15 +497,33 @@ class _Importer:
             raise self.fail(f"version {version} is not a commit of this record's branch")
         return int(version)
 
+    def insert_keeping_id(
+        self, table: str, old_id: int, columns: str, params: tuple[Any, ...]
+    ) -> int:
+        """Insert a branch or array row under the file's id when this database has no
+        row of that id (a new database: every id), else under a new one. Commit hashes
+        cover branch and array ids, so kept ids keep the original's hashes."""
+        conn = self.engine.conn
+        marks = ", ".join("?" * len(params))
+        if old_id < 1 or conn.fetchone(f"SELECT 1 FROM {table} WHERE id = ?", (old_id,)):
+            return conn.insert_id(f"INSERT INTO {table} ({columns}) VALUES ({marks})", params)
+        conn.execute(f"INSERT INTO {table} (id, {columns}) VALUES (?, {marks})", (old_id, *params))
+        if conn.dialect == "postgresql":  # its id sequence must not hand this id out again
+            conn.fetchone(
+                f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                f"(SELECT max(id) FROM {table}))"
+            )
+        return old_id
+
     # -- records -----------------------------------------------------------------
 
     def header(self, record: dict[str, Any]) -> None:
         if record.get("type") != "header" or record.get("format") != FORMAT:
             raise self.fail("not a rewinddb export (no header record)")
-        if record.get("format_version") != FORMAT_VERSION:
+        if record.get("format_version") not in _READS:
             raise self.fail(
                 f"export format {record.get('format_version')!r} is not supported "
-                f"(this rewinddb reads {FORMAT_VERSION})"
+                f"(this rewinddb reads {' and '.join(map(str, _READS))})"
             )
         self.clock = self.integer(record, "clock")
 
@@ -421,7 +532,7 @@ class _Importer:
         if kind not in _SECTIONS:
             raise self.fail(f"unknown record type {kind!r}")
         order = _SECTIONS.index(kind)
-        if order < self.section and not (kind == "array" and self.section == 2):
+        if order < self.section and not (kind == "array" and _SECTIONS[self.section] == "items"):
             raise self.fail(f"a {kind!r} record after the {_SECTIONS[self.section]!r} records")
         self.section = max(self.section, order)
         try:
@@ -458,10 +569,11 @@ class _Importer:
         if parent is None and deleted_at is not None:
             # A placeholder an earlier partial import made for an event's first branch:
             # deleted, with no history; events name it as their origin.
-            self.placeholders[old_id] = conn.insert_id(
-                "INSERT INTO rewind_branches (name, parent_id, forked_at, created_at, "
-                "deleted_at) VALUES (?, NULL, ?, ?, ?)",
-                (name, forked_at, created_at, deleted_at),
+            self.placeholders[old_id] = self.insert_keeping_id(
+                "rewind_branches",
+                old_id,
+                "name, parent_id, forked_at, created_at, deleted_at",
+                (name, None, forked_at, created_at, deleted_at),
             )
             return
         if name == DEFAULT_BRANCH and parent is None:
@@ -471,6 +583,8 @@ class _Importer:
             default = self.engine.branch(DEFAULT_BRANCH)
             self.branches[old_id] = default.id
             self.fork_points[default.id] = default.forked_at
+            self.names[default.id], self.parents[default.id] = name, None
+            self.root = default.id
             conn.execute(
                 "UPDATE rewind_branches SET created_at = ? WHERE id = ?",
                 (created_at, self.branches[old_id]),
@@ -486,15 +600,77 @@ class _Importer:
                 "nothing was imported",
                 branch=name,
             )
-        self.branches[old_id] = conn.insert_id(
-            "INSERT INTO rewind_branches (name, parent_id, forked_at, created_at, deleted_at) "
-            "VALUES (?, ?, ?, ?, ?)",
+        self.branches[old_id] = self.insert_keeping_id(
+            "rewind_branches",
+            old_id,
+            "name, parent_id, forked_at, created_at, deleted_at",
             (name, self.branch_id(parent), forked_at, created_at, deleted_at),
         )
-        self.fork_points[self.branches[old_id]] = forked_at
+        new_id = self.branches[old_id]
+        self.fork_points[new_id] = forked_at
+        if deleted_at is not None:
+            self.deleted.add(new_id)
+        self.names[new_id], self.parents[new_id] = name, self.branch_id(parent)
         self.engine.forget_cached()
         if deleted_at is None:
             self.result.branches.append(name)
+
+    def apply_horizon(self, r: dict[str, Any]) -> None:
+        """Where retention cut a branch's history, as ``retention.cut_history`` records it:
+        after its fork point, at or before every fork of it, never on the default branch."""
+        branch_id = self.branch_id(r.get("branch"))
+        name = self.names[branch_id]
+        if branch_id in self.horizons:
+            raise self.fail(f"branch {name!r} has two horizons")
+        if branch_id == self.root:
+            raise self.fail(f"the {DEFAULT_BRANCH!r} branch's history is never pruned")
+        kept_from = self.integer(r, "kept_from")
+        if not self.fork_points[branch_id] < kept_from <= self.clock:
+            raise self.fail(
+                f"'kept_from' {kept_from} is not a version of branch {name!r} (after its fork "
+                f"point {self.fork_points[branch_id]}, at most the file's clock {self.clock})"
+            )
+        for child, parent in self.parents.items():
+            if parent == branch_id and self.fork_points[child] < kept_from:
+                raise self.fail(
+                    f"'kept_from' {kept_from} is after version {self.fork_points[child]}, "
+                    f"where branch {self.names[child]!r} forks from {name!r} (retention keeps "
+                    "what forks read)"
+                )
+        policy = r.get("policy")
+        if not isinstance(policy, str) or not policy.strip() or "\x00" in policy:
+            raise self.fail(
+                f"'policy' must say which retention cut the history (text), not {policy!r}"
+            )
+        try:
+            policy.encode()
+        except UnicodeEncodeError:
+            raise self.fail("'policy' is not valid Unicode text") from None
+        first_event = self.integer(r, "first_event", optional=True)
+        event_hash = self.digest(r, "event_hash", optional=True)
+        if (first_event is None) != (event_hash is None) or first_event == 0:
+            raise self.fail(
+                "'first_event' (its first kept event, at least 1) and 'event_hash' (the hash "
+                "of the one before it) go together"
+            )
+        found = _Horizon(kept_from, self.digest(r, "rows_hash"), first_event, event_hash)
+        found.line = self.line_number
+        self.engine.conn.execute(
+            "INSERT INTO rewind_horizons (branch_id, kept_from, policy, pruned_at, "
+            "previous_hash, rows_hash, first_event, event_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                branch_id,
+                kept_from,
+                policy,
+                self.timestamp(r, "pruned_at"),
+                self.digest(r, "previous_hash", optional=True),
+                found.rows_hash,
+                first_event,
+                event_hash,
+            ),
+        )
+        self.horizons[branch_id] = found
+        self.engine.forget_cached()
 
     def apply_array(self, r: dict[str, Any]) -> None:
         old_id, base = self.integer(r, "id"), r.get("base")
@@ -507,7 +683,12 @@ class _Importer:
             raise self.fail(f"array {old_id} has no base, so its base_len is 0")
         if base is not None and base_len > self.lengths[self.arrays[base]]:
             raise self.fail(f"array {old_id} builds on more items than array {base} has")
-        new_id = self.engine.arrays.create(None if base is None else self.arrays[base], base_len)
+        new_id = self.insert_keeping_id(
+            "rewind_seqs",
+            old_id,
+            "base_id, base_len",
+            (self._array(base) if base is not None else None, base_len),
+        )
         self.arrays[old_id], self.lengths[new_id] = new_id, base_len
         inherited = [] if base is None else self.deepest[self.arrays[base]]
         self.deepest[new_id] = [point for point in inherited if point[0] < base_len]
@@ -571,6 +752,12 @@ class _Importer:
         if ts < last[1]:
             # The API's clock never goes back (each commit is at least as late as the last).
             raise self.fail(f"commit {version} is timed before the commit before it")
+        kept = self.horizons.get(branch_id)
+        if kept is not None and version < kept.kept_from:
+            raise self.fail(
+                f"commit {version} is before its branch's horizon (its history is kept from "
+                f"version {kept.kept_from}): retention removed it"
+            )
         merge = r.get("merge_branch")
         merge_version = self.integer(r, "merge_version", optional=True)
         if (merge is None) != (merge_version is None) or (merge_version or 0) >= version:
@@ -592,6 +779,7 @@ class _Importer:
             ),
         )
         self.commits[version], self.stamps[version] = branch_id, ts
+        self.commit_order.append(version)
         self.last_commit = (version, ts)
 
     def apply_entry(self, r: dict[str, Any]) -> None:
@@ -602,7 +790,16 @@ class _Importer:
         if not isinstance(space, str) or space not in _SPACES:
             raise self.fail(f"unknown space {space!r}")
         branch_id = self.branch_id(r.get("branch"))
-        key, version = self.text(r, "key", "key"), self.version_of(r, branch_id)
+        key = self.text(r, "key", "key")
+        version, below = self.row_version(r, branch_id)
+        kept = self.horizons.get(branch_id)
+        if kept is not None and below:
+            if (space, key) in kept.keys:
+                raise self.fail(
+                    f"key {key!r} ({space}) has two entries below its branch's horizon "
+                    "(retention keeps only the newest)"
+                )
+            kept.keys.add((space, key))
         if version < self.entry_version:
             raise self.fail(f"an entry of version {version} after entries of a later version")
         if version > self.entry_version:
@@ -612,8 +809,11 @@ class _Importer:
         self.entry_slots.add((branch_id, space, key))
         body: bytes | None = None
         refs: bytes | None = None
+        trigger = self.optional_text(r, "trigger")
         if kind != KIND_JSON and r.get("arrays"):
             raise self.fail(f"a {r['kind']} entry has no arrays")
+        if kind != KIND_ERASED and (r.get("digest") is not None or r.get("erased_at") is not None):
+            raise self.fail(f"a {r['kind']} entry has no digest and no erased_at (erased ones do)")
         if kind == KIND_JSON:
             self.value(r["value"], "value")
             body = dumps(r["value"])
@@ -629,53 +829,125 @@ class _Importer:
             if not _SPACES[space]:
                 raise self.fail(f"the {space!r} space holds JSON values, not bytes")
             body = base64.b64decode(r["value"], validate=True)
+        elif kind == KIND_ERASED:
+            # As ``erasure.erase_key`` leaves it: the digest its commit's hash covers, and
+            # the version that erased it in place of its trigger; no value.
+            if r.get("value") is not None or trigger is not None:
+                raise self.fail("an erased entry keeps no value and no trigger")
+            body = bytes.fromhex(self.digest(r, "digest"))
+            trigger = _commit_hash.erased_trigger(self.erased_at(r, version))
         elif r.get("value") is not None:
             raise self.fail("a deleted entry has no value")
+        if kept is not None and below:
+            # What the horizon's rows_hash covers, with the file's array ids.
+            file_refs = dumps(r["arrays"]) if refs is not None else None
+            kept.rows.append((version, space, key, kind, body, file_refs, trigger))
         self.engine.conn.execute(
             "INSERT INTO rewind_entries (branch_id, space, key, version, kind, body, refs, "
             "trigger) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (branch_id, space, key, version, kind, body, refs, self.optional_text(r, "trigger")),
+            (branch_id, space, key, version, kind, body, refs, trigger),
         )
+
+    def row_version(self, r: dict[str, Any], branch_id: int) -> tuple[int, bool]:
+        """An entry's or event's version, and whether it is below the branch's horizon: a
+        commit of its branch, or, below the horizon, one whose commit retention removed
+        (the state kept as of the cut, the log a branch with forks keeps): after the fork
+        point, and a version no other branch committed."""
+        kept = self.horizons.get(branch_id)
+        version = self.integer(r, "version")
+        if kept is None or version >= kept.kept_from:
+            return self.version_of(r, branch_id), False
+        if version <= self.fork_points[branch_id]:
+            raise self.fail(f"version {version} is not after its branch's fork point")
+        if version in self.commits:
+            raise self.fail(f"version {version} is a commit of another branch")
+        return int(version), True
 
     def apply_event(self, r: dict[str, Any]) -> None:
         engine = self.engine
         record = engine.branch_by_id(self.branch_id(r.get("branch")))
-        version, sequence = self.version_of(r, record.id), self.integer(r, "sequence")
+        (version, below), sequence = self.row_version(r, record.id), self.integer(r, "sequence")
         event_type = self.text(r, "event_type", "event_type")
-        self.value(r["payload"], "payload")
-        payload = dumps(r["payload"])
+        erased = None if r.get("erased_at") is None else self.erased_at(r, 1)
+        if erased is None:
+            self.value(r["payload"], "payload")
+            payload = dumps(r["payload"])
+        elif r.get("payload") is not None:
+            raise self.fail("an erased event has no payload")
+        else:
+            payload = erased_payload(erased)
         ts = self.timestamp(r, "ts")
-        if ts != self.stamps[version]:
+        if below:
+            self.removed_commit_time(record.id, version, ts)
+        elif ts != self.stamps[version]:
             # An event is stamped with its commit's time (appends and merges alike).
             raise self.fail(f"event 'ts' {ts} is not its commit's ({self.stamps[version]})")
-        last = last_event(engine, record, version)
+        last = self.log_end(record, version)
         expected = last[0] + 1 if last else 0
-        digest = event_hash(last[1] if last else "", sequence, event_type, version, payload)
+        if erased is None:
+            digest = event_hash(last[1] if last else "", sequence, event_type, version, payload)
+        else:
+            # An erased event's hash is taken as stored (``events.chain_break``): the
+            # events after it chain on it.
+            digest = self.digest(r, "hash")
         if sequence != expected or digest != r.get("hash"):
             raise self.fail(
                 f"broken hash chain: event {sequence} of branch {record.name!r} does not "
                 "follow the events before it (edited, missing or reordered)"
             )
-        origin = r.get("origin")
+        origin = self._origin(r.get("origin"), erased)
+        if erased is not None and erased < version and origin[0] is None:
+            raise self.fail(
+                f"event {sequence} is erased at version {erased}, before it was appended "
+                f"(version {version}): only a merge's copy of an erased event can be"
+            )
         engine.conn.execute(
             "INSERT INTO rewind_events (branch_id, sequence, version, event_type, payload, ts, "
             "hash, origin_branch_id, origin_sequence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                record.id,
-                sequence,
-                version,
-                event_type,
-                payload,
-                ts,
-                digest,
-                *self._origin(origin),
-            ),
+            (record.id, sequence, version, event_type, payload, ts, digest, *origin),
         )
+        self.log_ends[record.id] = (sequence, digest, version)
 
-    def _origin(self, origin: Any) -> tuple[int | None, int | None]:
+    def removed_commit_time(self, branch_id: int, version: int, ts: int) -> None:
+        """An event below a horizon carries the time of its commit, which retention
+        removed: one time per version, between the times of the commits around it."""
+        at = bisect.bisect_left(self.commit_order, version)
+        low = self.stamps[self.commit_order[at - 1]] if at else 0
+        high = self.stamps[self.commit_order[at]] if at < len(self.commit_order) else self.now
+        known = self.removed_stamps.setdefault((branch_id, version), ts)
+        if not low <= ts <= high or known != ts:
+            raise self.fail(
+                f"event 'ts' {ts} is not the time of a commit at version {version} (the "
+                f"commits around it were made from {low} to {high}, and one version's events "
+                "share one time)"
+            )
+
+    def log_end(self, record: Any, version: int) -> tuple[int, str] | None:
+        """(sequence, hash) of the newest event the branch's log holds at ``version``, as
+        ``verify`` walks it: where retention removed a branch's own oldest events, its
+        log goes on from its horizon's ``first_event`` (chained on ``event_hash``)."""
+        for branch_id, cap in self.engine.row_lineage(record, version):
+            known = self.log_ends.get(branch_id)
+            if branch_id == record.id and known is not None and known[2] <= cap:
+                return known[0], known[1]  # events come in version order
+            row = self.engine.conn.fetchone(
+                "SELECT sequence, hash FROM rewind_events WHERE branch_id = ? AND version <= ? "
+                "ORDER BY version DESC, sequence DESC LIMIT 1",
+                (branch_id, cap),
+            )
+            if row is not None:
+                return int(row[0]), str(row[1])
+            kept = self.horizons.get(branch_id)
+            if kept is not None and kept.first_event is not None and kept.event_hash:
+                return kept.first_event - 1, kept.event_hash
+        return None
+
+    def _origin(self, origin: Any, erased: int | None = None) -> tuple[int | None, int | None]:
         """The event a carried event copies, in this database's branch ids. The branch it
         was first appended to may be outside a partial export: it then gets a placeholder
-        (a deleted branch), so copies of one event still know they are one event."""
+        (a deleted branch), so copies of one event still know they are one event. A purged
+        branch keeps its row but not its events. Copies of one event are erased together
+        (``events.erase``), so a copy is erased exactly when its first home is."""
         if origin is None:
             return None, None
         if not isinstance(origin, list) or len(origin) != 2:
@@ -684,35 +956,66 @@ class _Importer:
         if isinstance(old, bool) or not isinstance(old, int):
             raise self.fail(f"'origin' must be [branch id, sequence], not {origin!r}")
         if old in self.branches:
-            if (
-                self.engine.conn.fetchone(
-                    "SELECT 1 FROM rewind_events WHERE branch_id = ? AND sequence = ?",
-                    (self.branches[old], sequence),
-                )
-                is None
-            ):
+            home = self.engine.conn.fetchone(
+                "SELECT payload FROM rewind_events WHERE branch_id = ? AND sequence = ?",
+                (self.branches[old], sequence),
+            )
+            if home is None and self.branches[old] not in self.deleted:
                 raise self.fail(f"'origin' names event {sequence} of a branch that lacks it")
+            if home is not None and erased_at(home[0]) != erased:
+                raise self.fail(
+                    f"the copy of event {sequence} is erased at {erased}, its first home at "
+                    f"{erased_at(home[0])} (copies are erased together)"
+                )
             return self.branches[old], sequence
         placeholder = self.placeholders.get(old)
         if placeholder is None:
-            placeholder = self.placeholders[old] = self.engine.conn.insert_id(
-                "INSERT INTO rewind_branches (name, parent_id, forked_at, created_at, "
-                "deleted_at) VALUES (?, NULL, 0, 0, 0)",
-                (f"(not exported: branch {old})",),
+            placeholder = self.placeholders[old] = self.insert_keeping_id(
+                "rewind_branches",
+                old if 0 < old < 2**62 else 0,
+                "name, parent_id, forked_at, created_at, deleted_at",
+                (f"(not exported: branch {old})", None, 0, 0, 0),
             )
         return placeholder, sequence
 
     def finish(self) -> None:
-        """Keep the original clock (versions the file left out stay in the past), and
-        give the imported commits their hashes, from the rows as imported (their branch
-        ids are this database's, so the hashes are too)."""
+        """Keep the original clock (versions the file left out stay in the past), check
+        and rehash the state kept below each horizon, and give the imported commits their
+        hashes, from the rows as imported (their branch and array ids are this database's,
+        so the hashes are too; a pruned branch's chain starts at its horizon's
+        ``previous_hash``)."""
+        conn = self.engine.conn
+        for branch_id, kept in self.horizons.items():
+            if rows_hash(kept.rows) != kept.rows_hash:
+                raise self.fail(
+                    f"the entries of branch {self.names[branch_id]!r} kept below its horizon "
+                    "do not match its rows_hash (edited, added or removed)",
+                    line=kept.line,
+                )
+            if kept.first_event is not None:
+                parent = self.parents[branch_id]
+                inherited = (
+                    self.log_end(self.engine.branch_by_id(parent), self.fork_points[branch_id])
+                    if parent is not None
+                    else None
+                )
+                if kept.first_event < (inherited[0] if inherited else -1) + 2:
+                    raise self.fail(
+                        f"'first_event' {kept.first_event} is not after the events branch "
+                        f"{self.names[branch_id]!r} inherits and one of its own",
+                        line=kept.line,
+                    )
+            conn.execute(
+                "UPDATE rewind_horizons SET rows_hash = ? WHERE branch_id = ?",
+                (rows_hash(conn.fetchall(BASE_ROWS, (branch_id, kept.kept_from))), branch_id),
+            )
         if self.clock > max(self.commits, default=0):
-            self.engine.conn.execute(
+            conn.execute(
                 "INSERT INTO rewind_meta (key, value) VALUES ('clock_floor', ?)",
                 (str(self.clock),),
             )
         if self.commits:
-            _commit_hash.reseal(self.engine.conn, after=min(self.commits) - 1)
+            _commit_hash.reseal(conn, after=min(self.commits) - 1)
         self.engine.forget_cached()
 
 
@@ -769,7 +1072,10 @@ def import_jsonl(
                 importer.header(record)
                 header_seen = True
             elif record.get("type") == "end":
-                if record.get("counts") != importer.result.counts:
+                counts = dict(importer.result.counts)
+                if "horizon" not in (record.get("counts") or {}) and not counts["horizon"]:
+                    del counts["horizon"]  # format 1 had no horizons
+                if record.get("counts") != counts:
                     raise importer.fail(
                         f"the end record counts {record.get('counts')} but the file holds "
                         f"{importer.result.counts}"
