@@ -92,7 +92,11 @@ def cmd_log(args: argparse.Namespace) -> None:
             event = item.event
             print(
                 f"seq {event.sequence:<5} v{event.version:<6} {event.event_type:16} "
-                f"{_text(event.payload)}"
+                + (
+                    f"[erased at version {event.erased_at}]"
+                    if event.erased_at is not None
+                    else _text(event.payload)
+                )
             )
 
 

@@ -255,6 +255,8 @@ def _event_changes(
                 "payload": _shown(event.payload, memo),
                 "version": event.version,
             }
+            if event.erased_at is not None:
+                body["erased_at"] = event.erased_at
             changes.append(
                 Change(
                     "events",

@@ -203,10 +203,15 @@ def _bytes_text(value: Any) -> str:
 def event_html(event: Event) -> str:
     """One event: sequence, type, version, time, branch and payload."""
     origin = f" (carried from {escape(event.origin[0])} #{event.origin[1]})" if event.origin else ""
+    payload = (
+        f"<div><i>[erased at version {event.erased_at}]</i></div>"
+        if event.erased_at is not None
+        else value_tree(event.payload, "payload")
+    )
     return (
         f"<div><b>#{event.sequence}</b> <code>{escape(event.event_type)}</code> "
         f"at version {event.version}, {escape(event.timestamp.isoformat(timespec='seconds'))}"
-        f" on <b>{escape(event.branch)}</b>{origin}</div>{value_tree(event.payload, 'payload')}"
+        f" on <b>{escape(event.branch)}</b>{origin}</div>{payload}"
     )
 
 

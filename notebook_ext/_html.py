@@ -248,7 +248,11 @@ def _events_html(rows: list[DiffRow]) -> str:
         lines.append(
             f'<div style="{WRAP}">#{escape(row.label)} '
             f"<code>{escape(str(event.get('event_type', '')))}</code> "
-            f"<code>{value_text(event.get('payload'))}</code></div>"
+            + (
+                "<i>[erased]</i></div>"
+                if event.get("erased_at") is not None
+                else f"<code>{value_text(event.get('payload'))}</code></div>"
+            )
         )
     return "".join(lines) + _more(len(rows))
 
