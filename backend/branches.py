@@ -16,11 +16,11 @@ from ._engine import (
     check_name,
     now_micros,
 )
-from .erasure import ErasureReceipt, purge_branch
+from .erasure import purge_branch
 from .errors import BranchExistsError, CorruptDatabaseError, InvalidInputError
 from .events import Events, last_event
 from .merge import EventMode, MergeReceipt, Strategy, merge_branches
-from .models import Branch, from_micros
+from .models import Branch, ErasureReceipt, from_micros
 from .retention import pin, pinned_ids, refuse_pinned
 
 _BRANCH_QUERY = (
@@ -126,6 +126,7 @@ class Branches:
         branch inherited included: the fork then starts below the branch's own fork point)."""
         engine = self._engine
         version = Events(engine, record.name).get(sequence).version
+        engine.check_kept(record, version)  # an event retention kept below its cut
         last = last_event(engine, engine.owner_at(record, version), version)
         if last is None or last[0] != sequence:
             raise InvalidInputError(

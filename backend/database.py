@@ -29,7 +29,7 @@ from .blame import LastWrite, last_writes
 from .branches import Branches
 from .diff import Diff, KeyVersion, Point, diff_points, key_versions
 from .documents import Documents
-from .erasure import ErasureReceipt, erase_key
+from .erasure import erase_key
 from .errors import InvalidInputError, NotADatabaseError, NotFoundError, RewindError
 from .events import Events
 from .graph import HistoryGraph, build_graph
@@ -41,7 +41,7 @@ from .lineage_commits import (
     lineage_commits,
     written_at,
 )
-from .models import Branch, Commit
+from .models import Branch, Commit, ErasureReceipt
 from .progress import Progress
 from .retention import (
     GcReport,

@@ -32,10 +32,10 @@ from typing import Any
 import orjson
 
 from ._engine import DEFAULT_BRANCH, BranchRecord, Engine, check_name, now_micros
-from ._horizons import BASE_ROWS, rows_hash
-from .erasure import ErasureReceipt, Sweep, Tree, bump_generation, purge_deleted
+from ._horizons import BASE_ROWS, bump_generation, rows_hash
+from .erasure import Sweep, Tree, purge_deleted
 from .errors import InvalidInputError, RewindError
-from .models import to_micros
+from .models import ErasureReceipt, to_micros
 
 #: How many of a branch's versions one write transaction of ``gc`` removes at most.
 STEP_VERSIONS = 500

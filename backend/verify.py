@@ -165,8 +165,8 @@ class _Check:
                     continue  # the state kept at a horizon: its rows_hash covers it
                 self.add(branch_id, version, f"{what} of a commit that does not exist")
         for branch_id, kept in self.horizons.items():
-            found = rows_hash(self.conn.fetchall(BASE_ROWS, (branch_id, kept.kept_from)))
-            if found != kept.rows_hash:
+            digest = rows_hash(self.conn.fetchall(BASE_ROWS, (branch_id, kept.kept_from)))
+            if digest != kept.rows_hash:
                 self.add(
                     branch_id,
                     kept.kept_from,

@@ -309,3 +309,14 @@ def test_postgresql_reuses_the_space_gc_frees(postgres_url: str) -> None:
         for n in range(8, 16):  # as much again: it fits in the space gc freed
             _agent(db, f"lg/t{n}", 12)
         assert table_bytes(db) <= full * 1.25
+
+
+def test_a_fork_at_an_event_below_the_cut_is_refused(db: rewinddb.Database) -> None:
+    _agent(db, "lg/a", 6)
+    db.branches.fork("lg/a", "lg/a-late")  # a fork: lg/a keeps its events
+    db.prune("lg/a", keep_last=1)
+    cut = db.branches.get("lg/a-late").forked_at
+    assert db.at("lg/a").events.get(1).version < cut
+    with pytest.raises(rewinddb.HistoryUnavailableError):
+        db.branches.fork("lg/a", "too-early", at_event=1)
+    assert "too-early" not in db.branches
