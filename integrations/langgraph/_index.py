@@ -10,7 +10,16 @@ LangGraph state. Keys (see ``_names``):
 - ``ns/<thread>/<ns>`` -> ``{"main": branch, "head": newest checkpoint id}``.
 - ``run/<run_id>/<thread>/<ns>/<id>``: the checkpoints of a run.
 - ``own/<thread>/<branch>``: branches a thread created; ``ref/<branch>/<thread>``:
-  branches a copied thread reads from, kept while referenced.
+  branches a copied thread reads from, kept while referenced; ``held/<branch>``: a
+  branch its thread let go while a copy still read it (purged with the last ``ref``).
+- ``gone/<digest of thread>`` -> ``{"through": id, "deleted": id}``: a thread's
+  tombstone. ``through``: the newest checkpoint ``delete_thread``, ``prune`` or
+  ``delete_for_runs`` removed (a late pending write of one is dropped); ``deleted``: the
+  newest ``delete_thread`` removed (a late checkpoint of the deleted thread is dropped
+  too, instead of bringing the thread back).
+
+Records that go are deleted and then erased (``db.erase_key``): read ``as_of`` any
+earlier version, the index no longer lists them either.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import rewinddb
+from rewinddb.errors import NotFoundError
 
 from . import _names
 
@@ -64,3 +74,15 @@ class Index:
                     self.view.kv.put_many(puts)
                 for key in deletes:
                     self.view.kv.delete(key)
+
+    def erase(self, keys: Iterable[str]) -> None:
+        """Erase every value the index ``keys`` ever had, at every version (they then
+        read as absent as of any version; ``key_history`` shows them erased)."""
+        for key in keys:
+            if not key.startswith(_names.INDEX_PREFIXES):  # erase_key spans every branch
+                raise ValueError(f"{key!r} is not a key of the saver's index")
+            try:
+                self.db.erase_key("kv", key)
+            except NotFoundError as error:  # never written: nothing to erase
+                if error.code != "not_found.key":
+                    raise

@@ -8,6 +8,7 @@ A thread's root namespace lives on branch ``lg/<thread_id>``, a subgraph namespa
 
 from __future__ import annotations
 
+import hashlib
 from urllib.parse import quote, unquote
 
 PREFIX = "lg/"
@@ -80,6 +81,31 @@ def owned_key(thread_id: str, branch: str) -> str:
 
 def ref_key(branch: str, thread_id: str) -> str:
     return f"ref/{escape(branch)}/{escape(thread_id)}"
+
+
+def held_key(branch: str) -> str:
+    """Marks a branch kept after the thread that made it let it go, because a copied
+    thread still reads it (see ``ref_key``); it is purged when the last reader goes."""
+    return f"held/{escape(branch)}"
+
+
+def gone_key(thread_id: str) -> str:
+    """Where a thread's tombstone is kept (see ``_index``). The key holds a digest of
+    the thread id, not the id itself."""
+    return "gone/" + hashlib.sha256(thread_id.encode()).hexdigest()
+
+
+#: The prefixes of every key the index holds (the keys ``Index.erase`` may erase).
+INDEX_PREFIXES = ("cp/", "ns/", "run/", "own/", "ref/", "held/", "gone/")
+
+
+def branch_of_key(key: str) -> str:
+    """The branch an ``own/<thread>/<branch>``, ``ref/<branch>/<thread>`` or
+    ``held/<branch>`` key names."""
+    kind, _, rest = key.partition("/")
+    if kind == "own":
+        return unescape(rest.split("/", 1)[1])
+    return unescape(rest.split("/", 1)[0])
 
 
 def parse_branch(name: str) -> tuple[str, str, str | None] | None:

@@ -6,8 +6,9 @@ import asyncio
 import builtins
 import random
 import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -101,6 +102,18 @@ def _kept_as_channel(value: Any) -> bool:
     return type(value) is dict and len(value) >= KEPT_MEMBERS and all(type(k) is str for k in value)
 
 
+#: The strategies of ``prune``.
+_STRATEGIES = ("keep_latest", "keep_last", "delete")
+
+#: Metadata keys a graph with a ``DeltaChannel`` leaves in its checkpoints (LangGraph
+#: Python's update counters; LangGraph.js marks the threads it starts).
+_DELTA_MARKS = frozenset({"counters_since_delta_snapshot", "delta_writes_versioned"})
+
+
+def _bad_retention(message: str) -> rewinddb.InvalidInputError:
+    return rewinddb.InvalidInputError(message, code="invalid.retention")
+
+
 #: ``list`` reads the index records of this many checkpoints at a time.
 _LISTED_TOGETHER = 64
 
@@ -125,7 +138,7 @@ class _Listing:
 
     def __init__(self, db: rewinddb.Database) -> None:
         self.db = db
-        self.read: dict[str, tuple[int, dict[str, builtins.list[tuple[int, dict]]]]] = {}
+        self.read: dict[str, tuple[int, dict[str, builtins.list[tuple[int, dict, str]]]]] = {}
         self.views: dict[str, rewinddb.BranchView] = {}
 
     def view(self, branch: str) -> rewinddb.BranchView:
@@ -134,8 +147,11 @@ class _Listing:
             view = self.views[branch] = self.db.at(branch)
         return view
 
-    def payloads(self, branch: str, start: int, checkpoint_id: str) -> builtins.list[dict]:
-        """Payloads of the write events of ``checkpoint_id`` on ``branch`` from ``start``."""
+    def payloads(
+        self, branch: str, start: int, checkpoint_id: str
+    ) -> builtins.list[tuple[dict, str]]:
+        """Payloads of the write events of ``checkpoint_id`` on ``branch`` from ``start``,
+        each with the branch that stored it."""
         known = self.read.get(branch)
         if known is None or start < known[0]:
             log = self.view(branch).events
@@ -146,7 +162,7 @@ class _Listing:
                 events = log.list(after=after, limit=wanted)
                 if [item.event.sequence for item in events] != list(range(start, known[0])):
                     events = None  # not one contiguous run: read everything from start
-            grouped: dict[str, builtins.list[tuple[int, dict]]] = {}
+            grouped: dict[str, builtins.list[tuple[int, dict, str]]] = {}
             if events is None:
                 events = log.list(event_type=_names.WRITE_EVENT, after=after)
             elif known is not None:
@@ -155,11 +171,11 @@ class _Listing:
                 event = item.event
                 if event.event_type == _names.WRITE_EVENT:
                     grouped.setdefault(event.payload["checkpoint_id"], []).append(
-                        (event.sequence, event.payload)
+                        (event.sequence, event.payload, event.branch)
                     )
             known = self.read[branch] = (start, grouped)
         writes = sorted(known[1].get(checkpoint_id, ()), key=lambda write: write[0])
-        return [payload for sequence, payload in writes if sequence >= start]
+        return [(payload, stored) for sequence, payload, stored in writes if sequence >= start]
 
 
 class RewindSaver(BaseCheckpointSaver[str]):
@@ -209,22 +225,25 @@ class RewindSaver(BaseCheckpointSaver[str]):
 
     def _write_payloads(
         self, entry: dict, checkpoint_id: str, listing: _Listing | None = None
-    ) -> builtins.list[dict]:
-        """The payloads of a checkpoint's pending writes, in LangGraph's order."""
+    ) -> builtins.list[tuple[dict, str]]:
+        """The payloads of a checkpoint's pending writes, in LangGraph's order, each with
+        the branch that stored it (a copied thread's checkpoint inherits writes its
+        source stored)."""
         start = entry["events"]
         if listing is None:
             events = self.db.at(entry["branch"]).events.list(
                 event_type=_names.WRITE_EVENT, after=start - 1 if start else None
             )
-            payloads = [item.event.payload for item in events]
+            payloads = [(item.event.payload, item.event.branch) for item in events]
         else:
             payloads = listing.payloads(entry["branch"], start, checkpoint_id)
-        found: dict[tuple[str, int], dict] = {}
-        for payload in payloads:
+        found: dict[tuple[str, int], tuple[dict, str]] = {}
+        for payload, stored in payloads:
             if payload["checkpoint_id"] == checkpoint_id:
-                found[(payload["task_id"], payload["idx"])] = payload
+                found[(payload["task_id"], payload["idx"])] = (payload, stored)
         return sorted(
-            found.values(), key=lambda p: writes_sort_key(p["task_path"], p["task_id"], p["idx"])
+            found.values(),
+            key=lambda w: writes_sort_key(w[0]["task_path"], w[0]["task_id"], w[0]["idx"]),
         )
 
     def _load(
@@ -253,7 +272,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
             found = view.kv.get_many(list(channels), as_of=at)
             blobs = {channel: found.get(key) for key, channel in channels.items()}
             writes = self._write_payloads(entry, checkpoint_id, listing)
-            kept = [self._kept_write(entry["branch"], p) for p in writes]
+            kept = [self._kept_write(stored, p) for p, stored in writes]
         values: dict[str, Any] = {}
         for channel, version in checkpoint["channel_versions"].items():
             blob = blobs[channel]
@@ -271,13 +290,14 @@ class RewindSaver(BaseCheckpointSaver[str]):
                     p["channel"],
                     self._decoder.item(p["value"]) if held is None else self._decoder.channel(held),
                 )
-                for p, held in zip(writes, kept, strict=True)
+                for (p, _), held in zip(writes, kept, strict=True)
             ],
         )
 
     def _kept_write(self, branch: str, payload: dict) -> dict | None:
         """The stored value of a pending write kept as a channel value (``value_at``:
-        its key and version on ``branch``), or None for one kept in its event."""
+        its key and version on ``branch``, the branch that stored its event), or None
+        for one kept in its event."""
         if "value_at" not in payload:
             return None
         key, version = payload["value_at"]
@@ -409,6 +429,10 @@ class RewindSaver(BaseCheckpointSaver[str]):
         rest = {k: v for k, v in checkpoint.items() if k != "channel_values"}
         values = checkpoint.get("channel_values", {})
         with self._writing():
+            if self._is_removed(thread_id, checkpoint_ns, checkpoint_id, parent_id):
+                # A late write of a deleted thread: it must not bring it back.
+                self._early_writes.pop((thread_id, checkpoint_ns, checkpoint_id), None)
+                return _config(thread_id, checkpoint_ns, checkpoint_id)
             placement = self._branch_for(thread_id, checkpoint_ns, checkpoint_id, parent_id)
             branch, index_puts, namespace = placement[:3]
             if placement.fork_versions is not None:
@@ -490,6 +514,9 @@ class RewindSaver(BaseCheckpointSaver[str]):
         with self._writing():
             entry = self.index.get(_names.checkpoint_key(thread_id, checkpoint_ns, checkpoint_id))
             if entry is None:
+                gone = self.index.get(_names.gone_key(thread_id))
+                if gone is not None and checkpoint_id <= gone["through"]:
+                    return  # a late write of a checkpoint that was deleted or pruned
                 # LangGraph may save a task's writes before (async) saving their
                 # checkpoint: keep them until the checkpoint arrives.
                 key = (thread_id, checkpoint_ns, checkpoint_id)
@@ -539,96 +566,342 @@ class RewindSaver(BaseCheckpointSaver[str]):
             if item.event.payload["checkpoint_id"] == checkpoint_id
         )
 
-    # Deleting and copying ------------------------------------------------------------
-
-    def _release(self, branches: set[str], keep: set[str] = frozenset()) -> None:  # type: ignore[assignment]
-        """Delete the branches nobody reads any more."""
-        for branch in branches - keep:
-            if not self.index.keys(f"ref/{_names.escape(branch)}/") and self.db.branches.exists(
-                branch
-            ):
-                self.db.branches.delete(branch)
-
-    def _forget(self, thread_id: str, keys: builtins.list[str]) -> builtins.list[str]:
-        """Index keys to delete for checkpoint keys ``keys`` (their run keys included)."""
-        deletes = list(keys)
-        for key in keys:
-            entry = self.index.get(key)
-            if entry and entry.get("run_id"):
-                _, ns, checkpoint_id = _names.parse_checkpoint_key(key)
-                deletes.append(_names.run_key(str(entry["run_id"]), thread_id, ns, checkpoint_id))
-        return deletes
+    # Deleting and pruning ------------------------------------------------------------
+    #
+    # A thread's checkpoints go in one of three ways: all of them (``delete_thread``),
+    # all but each namespace's newest (``prune``), or those of some runs
+    # (``delete_for_runs``). Each is ``_retain``: the index records of the checkpoints
+    # that go are deleted and erased, the branches no kept checkpoint reads are purged
+    # (their entries, events and pending writes leave the file), the branches kept lose
+    # their history before the oldest kept checkpoint (``db.prune``), and a tombstone
+    # makes late writes of what went fail quietly instead of bringing it back.
 
     def delete_thread(self, thread_id: str) -> None:
-        """Forget a thread and delete its branches (unless a copy still reads them)."""
+        """Delete a thread for good: its branches are purged (unless a copied thread
+        still reads them, see ``copy_thread``), its index records erased from every
+        version, and a late write of one of its checkpoints is dropped. An unknown
+        thread is a no-op."""
         thread_id = str(thread_id)
-        with self._writing():
-            escaped = _names.escape(thread_id)
-            owned = self.index.keys(f"own/{escaped}/")
-            deletes = self._forget(thread_id, self.index.records(thread_id))
-            deletes += owned + self.index.keys(f"ns/{escaped}/")
-            refs = [k for k in self.index.keys("ref/") if k.endswith("/" + escaped)]
-            self.index.write({}, deletes + refs)
-            self._release({_names.unescape(k.split("/", 2)[2]) for k in owned})
+        with self.lock:
+            for key in [key for key in self._early_writes if key[0] == thread_id]:
+                del self._early_writes[key]
+        self._erasing([lambda: self._retain(thread_id, set, None, deleting=True)])
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Forget every checkpoint (and its writes) made by one of ``run_ids``."""
-        with self._writing():
-            for run_id in run_ids:
-                keys = self.index.keys(f"run/{_names.escape(str(run_id))}/")
-                touched: set[tuple[str, str]] = set()
-                deletes = list(keys)
-                for key in keys:
-                    _, _, thread, ns, checkpoint_id = key.split("/", 4)
-                    thread, ns = _names.unescape(thread), _names.unescape(ns)
-                    deletes.append(_names.checkpoint_key(thread, ns, checkpoint_id))
-                    touched.add((thread, ns))
-                self.index.write({}, deletes)
-                for thread, ns in touched:
-                    self._reset_head(thread, ns)
+        """Delete every checkpoint (and its pending writes) made by one of ``run_ids``.
+        A branch none of the thread's other checkpoints reads is purged, and one whose
+        oldest checkpoints went loses that history; the values of checkpoints deleted
+        from the middle of a branch stay, as the later checkpoints on it read them."""
+        if isinstance(run_ids, str):
+            raise _bad_retention("delete_for_runs needs a list of run ids, not one string")
+        runs = {str(run_id) for run_id in run_ids}
+        threads: set[str] = set()
+        with self.db.read():
+            for run_id in runs:
+                for key in self.index.keys(f"run/{_names.escape(run_id)}/"):
+                    threads.add(_names.unescape(key.split("/", 3)[2]))
 
-    def _reset_head(self, thread_id: str, checkpoint_ns: str) -> None:
-        ns_key = _names.namespace_key(thread_id, checkpoint_ns)
-        namespace = self.index.get(ns_key)
-        if namespace is None:
-            return
-        ids = [
-            _names.parse_checkpoint_key(k)[2] for k in self.index.records(thread_id, checkpoint_ns)
-        ]
-        self.index.write({ns_key: {**namespace, "head": max(ids, default=None)}})
-
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """``keep_latest``: keep each namespace's newest checkpoint; ``delete``: all."""
-        if strategy not in ("keep_latest", "delete"):
-            raise ValueError(f"prune: unknown strategy {strategy!r}; use 'keep_latest' or 'delete'")
-        for thread_id in thread_ids:
-            if strategy == "delete":
-                self.delete_thread(thread_id)
-            else:
-                self._keep_latest(str(thread_id))
-
-    def _keep_latest(self, thread_id: str) -> None:
-        with self._writing():
-            escaped = _names.escape(thread_id)
-            heads = {
-                (thread_id, _names.unescape(k.split("/", 2)[2])): (self.index.get(k) or {}).get(
-                    "head"
-                )
-                for k in self.index.keys(f"ns/{escaped}/")
+        def of_runs(entries: dict[str, dict]) -> set[str]:
+            return {
+                key
+                for key, entry in entries.items()
+                if entry.get("run_id") is not None and str(entry["run_id"]) in runs
             }
-            drop, keep_branches = [], set()
-            for key in self.index.records(thread_id):
-                thread, ns, checkpoint_id = _names.parse_checkpoint_key(key)
-                if heads.get((thread, ns)) == checkpoint_id:
-                    entry = self.index.get(key)
-                    keep_branches |= {entry["branch"], entry["read"]}
-                else:
-                    drop.append(key)
-            owned = self.index.keys(f"own/{escaped}/")
-            released = {_names.unescape(k.split("/", 2)[2]) for k in owned} - keep_branches
-            gone = [_names.owned_key(thread_id, b) for b in released]
-            self.index.write({}, self._forget(thread_id, drop) + gone)
-            self._release(released)
+
+        reason = "RewindSaver.delete_for_runs"
+        self._erasing(
+            [partial(self._retain, thread_id, of_runs, reason) for thread_id in sorted(threads)]
+        )
+
+    def prune(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        keep: int | None = None,
+    ) -> None:
+        """Remove old checkpoints of these threads, and the space they took.
+
+        - ``keep_latest`` (LangGraph's): keep each namespace's newest checkpoint, with
+          its pending writes; a subgraph call's namespace goes with the root checkpoint
+          it started from (a ``checkpointer=True`` subgraph keeps its newest). A kept
+          checkpoint whose parent went is left with no parent.
+        - ``keep_last`` (rewinddb's) with ``keep=N``: the same, keeping each
+          namespace's newest N checkpoints.
+        - ``delete``: ``delete_thread`` each thread.
+
+        ``as_of`` reads of what is kept answer as before; a read of the thread's branch
+        before its oldest kept checkpoint raises ``history_unavailable`` naming this
+        prune. Threads whose graph uses a ``DeltaChannel`` are refused (their state is
+        rebuilt from older checkpoints), before anything is pruned. Unknown threads
+        are skipped. Bad arguments: ``RewindError`` with code ``invalid.retention``.
+        """
+        if isinstance(thread_ids, str):
+            raise _bad_retention("prune needs a list of thread ids, not one string")
+        if strategy not in _STRATEGIES:
+            raise _bad_retention(
+                f"prune: unknown strategy {strategy!r}; use one of {', '.join(_STRATEGIES)}"
+            )
+        if strategy == "keep_last":
+            if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+                raise _bad_retention(
+                    f"prune(strategy='keep_last') needs keep= a number of checkpoints "
+                    f"of at least 1, not {keep!r}"
+                )
+        elif keep is not None:
+            raise _bad_retention(f"keep= goes with strategy='keep_last', not {strategy!r}")
+        threads = list(dict.fromkeys(str(thread_id) for thread_id in thread_ids))
+        if strategy == "delete":
+            for thread_id in threads:
+                self.delete_thread(thread_id)
+            return
+        count = 1 if keep is None else keep
+        reason = (
+            "RewindSaver.prune(strategy='keep_latest')"
+            if strategy == "keep_latest"
+            else f"RewindSaver.prune(strategy='keep_last', keep={count})"
+        )
+        with self.db.read():
+            refused = [thread_id for thread_id in threads if self._uses_delta(thread_id)]
+        if refused:
+            raise _bad_retention(
+                f"prune(strategy={strategy!r}) cannot prune threads that use a DeltaChannel "
+                f"(their state is rebuilt from older checkpoints): {', '.join(refused)}"
+            )
+
+        def newest(thread_id: str) -> Callable[[dict[str, dict]], set[str]]:
+            def drop(entries: dict[str, dict]) -> set[str]:
+                if self._uses_delta(thread_id, entries):  # it started using one since
+                    raise _bad_retention(
+                        f"prune cannot prune thread {thread_id!r}: it uses a DeltaChannel"
+                    )
+                return self._older_than_newest(thread_id, entries, count)
+
+            return drop
+
+        self._erasing(
+            [partial(self._retain, thread_id, newest(thread_id), reason) for thread_id in threads]
+        )
+
+    def _erasing(self, steps: Iterable[Callable[[], builtins.list[str]]]) -> None:
+        """Run each step as one saver write. A step removes index records and returns
+        their keys, which are erased in the same write, all but the very last: that
+        one is erased after the last write, outside ``db.atomic()``, where an erasure
+        also gives the space back (WAL checkpointed and truncated, free pages
+        returned to the file system), once for all the steps."""
+        last: str | None = None
+        try:
+            for step in steps:
+                with self._writing():
+                    if last is not None:
+                        self.index.erase([last])
+                    removed = step()
+                    if removed:
+                        self.index.erase(removed[:-1])
+                last = removed[-1] if removed else None  # (kept if the write failed)
+        finally:
+            if last is not None:
+                with self.lock:
+                    self.index.erase([last])
+
+    def _retain(
+        self,
+        thread_id: str,
+        choose: Callable[[dict[str, dict]], set[str]],
+        reason: str | None,
+        *,
+        deleting: bool = False,
+    ) -> builtins.list[str]:
+        """Remove the checkpoints ``choose`` picks among the thread's (index records by
+        key), and what only they needed; in the open saver write. ``reason`` names the
+        prune in ``history_unavailable`` (None: nothing is kept, so no history is cut);
+        ``deleting``: the whole thread goes (its tombstone then also drops late
+        checkpoints). Returns the index keys it removed, to be erased."""
+        escaped = _names.escape(thread_id)
+        entries: dict[str, dict] = self.index.get_many(self.index.records(thread_id))
+        own_keys = self.index.keys(f"own/{escaped}/")
+        ns_keys = self.index.keys(f"ns/{escaped}/")
+        ref_keys = [key for key in self.index.keys("ref/") if key.endswith("/" + escaped)]
+        dropped = choose(entries) & entries.keys()
+        kept = {key: entry for key, entry in entries.items() if key not in dropped}
+        if not (entries or own_keys or ns_keys or ref_keys) or (kept and not dropped):
+            return []
+        owned = {_names.branch_of_key(key): key for key in own_keys}
+        needed = {entry["branch"] for entry in kept.values()}
+        needed |= {entry["read"] for entry in kept.values()}
+        removed = sorted(dropped)
+        puts: dict[str, Any] = {}
+        for key in removed[:]:
+            _, ns, checkpoint_id = _names.parse_checkpoint_key(key)
+            if entries[key].get("run_id"):
+                run_id = str(entries[key]["run_id"])
+                removed.append(_names.run_key(run_id, thread_id, ns, checkpoint_id))
+        heads: dict[str, tuple[str, dict]] = {}
+        for key, entry in kept.items():
+            _, ns, checkpoint_id = _names.parse_checkpoint_key(key)
+            if ns not in heads or heads[ns][0] < checkpoint_id:
+                heads[ns] = (checkpoint_id, entry)
+            parent = entry.get("parent")
+            if parent and _names.checkpoint_key(thread_id, ns, parent) in dropped:
+                puts[key] = {**entry, "parent": None}
+        # Branches a kept branch forked from (their history up to the fork stays in
+        # them, trimmed), so that nothing purged leaves rows its forks still read.
+        below: set[str] = set()
+        if any(branch not in needed for branch in owned):
+            below = {up for branch in needed & owned.keys() for up in self._above(branch)}
+        released = [branch for branch in owned if branch not in needed and branch not in below]
+        trimmed = [branch for branch in owned if branch not in needed and branch in below]
+        for ns_key in ns_keys:
+            ns = _names.unescape(ns_key.split("/", 2)[2])
+            if ns not in heads:
+                removed.append(ns_key)
+                continue
+            record = self.index.get(ns_key)
+            head_id, head = heads[ns]
+            updated = {**record, "head": head_id}
+            if updated["main"] in released:
+                updated["main"] = head["branch"]
+            if updated != record:
+                puts[ns_key] = updated
+        removed += [owned[branch] for branch in released]
+        unread = [key for key in ref_keys if _names.branch_of_key(key) not in needed]
+        removed += unread
+        if dropped:
+            gone = _names.gone_key(thread_id)
+            newest = max(_names.parse_checkpoint_key(key)[2] for key in dropped)
+            tombstone = dict(self.index.get(gone) or {})
+            tombstone["through"] = max(tombstone.get("through", newest), newest)
+            if deleting:
+                tombstone["deleted"] = max(tombstone.get("deleted", newest), newest)
+            puts[gone] = tombstone
+        self.index.write(puts, removed)
+        self._release(released)
+        removed += self._unread({_names.branch_of_key(key) for key in unread})
+        if reason is not None:
+            for branch in sorted(needed & owned.keys()):
+                self._cut(branch, kept.values(), reason)
+            for branch in trimmed:
+                self._cut(branch, (), reason)
+        return removed
+
+    def _older_than_newest(self, thread_id: str, entries: dict[str, dict], count: int) -> set[str]:
+        """The checkpoint keys ``prune`` removes: all but each namespace's ``count``
+        newest, and every checkpoint of a subgraph call whose root checkpoint goes."""
+        by_ns: dict[str, builtins.list[str]] = {}
+        for key in entries:
+            by_ns.setdefault(_names.parse_checkpoint_key(key)[1], []).append(key)
+        dropped: set[str] = set()
+        kept: dict[str, builtins.list[str]] = {}
+        for ns, keys in by_ns.items():
+            keys.sort(key=lambda key: _names.parse_checkpoint_key(key)[2], reverse=True)
+            kept[ns], gone = keys[:count], keys[count:]
+            dropped.update(gone)
+        roots = {_names.parse_checkpoint_key(key)[2] for key in kept.get("", ())}
+        saved = {_names.parse_checkpoint_key(key)[2] for key in by_ns.get("", ())}
+        for ns, keys in kept.items():
+            # A call's namespace ends with ":<task id>"; a checkpointer=True subgraph's
+            # (its state outlives each call) does not. Runs save in the background, so
+            # a call may be saved before its root: it goes only once the root is saved.
+            if ":" not in ns or not keys:
+                continue
+            root = self._metadata(entries[keys[0]]).get("parents", {}).get("")
+            if root and root in saved and root not in roots:
+                dropped.update(keys)
+        return dropped
+
+    def _uses_delta(self, thread_id: str, entries: dict[str, dict] | None = None) -> bool:
+        """Whether the thread's checkpoints show a ``DeltaChannel`` (its update counters
+        in their metadata, as LangGraph's PostgresSaver checks before it prunes)."""
+        if entries is None:
+            entries = self.index.get_many(self.index.records(thread_id))
+        return any(_DELTA_MARKS & self._metadata(entry).keys() for entry in entries.values())
+
+    def _metadata(self, entry: dict) -> dict[str, Any]:
+        stored = self.db.at(entry["read"]).kv.get(_names.CHECKPOINT_KEY, as_of=entry["version"])
+        metadata: dict[str, Any] = load_typed(self.serde, stored["metadata"])
+        return metadata
+
+    def _above(self, branch: str) -> builtins.list[str]:
+        """The branches ``branch`` forked from, nearest first (up to ``default``)."""
+        found: builtins.list[str] = []
+        name = branch
+        while True:
+            try:
+                parent = self.db.branches.get(name).parent
+            except rewinddb.NotFoundError:
+                return found
+            if parent is None or parent in found:
+                return found
+            found.append(parent)
+            name = parent
+
+    def _deepest_first(self, branches: Iterable[str]) -> builtins.list[str]:
+        """``branches`` with each after those forked from it (a purge then leaves no
+        rows that only a fork purged after it read)."""
+        branches = [branch for branch in branches if self.db.branches.exists(branch)]
+        if len(branches) < 2:
+            return branches
+        return sorted(branches, key=lambda branch: len(self._above(branch)), reverse=True)
+
+    def _release(self, branches: builtins.list[str]) -> None:
+        """Purge the branches their thread no longer reads; one that a copied thread
+        still reads is held instead (``held/``), until the last copy lets it go."""
+        held: dict[str, Any] = {}
+        for branch in self._deepest_first(branches):
+            if self.index.keys(f"ref/{_names.escape(branch)}/"):
+                held[_names.held_key(branch)] = True
+            else:
+                self.db.branches.delete(branch, purge=True)
+        self.index.write(held)
+
+    def _unread(self, branches: set[str]) -> builtins.list[str]:
+        """Purge the held branches of ``branches`` that no thread reads any more;
+        returns the ``held/`` keys removed."""
+        free = [
+            branch
+            for branch in branches
+            if not self.index.keys(f"ref/{_names.escape(branch)}/")
+            and self.index.get(_names.held_key(branch))
+        ]
+        for branch in self._deepest_first(free):
+            self.db.branches.delete(branch, purge=True)
+        keys = [_names.held_key(branch) for branch in free]
+        self.index.write({}, keys)
+        return keys
+
+    def _cut(self, branch: str, kept: Iterable[dict], reason: str) -> None:
+        """Remove ``branch``'s history before the oldest kept checkpoint it holds (the
+        core keeps what its forks read, and the state as of the cut)."""
+        if self.index.keys(f"ref/{_names.escape(branch)}/"):
+            return  # a copied thread reads its checkpoints: they all stay
+        versions = []
+        for entry in kept:
+            if entry["branch"] == branch and entry["read"] != branch:
+                return  # a copy's checkpoint: its writes may predate every checkpoint here
+            if entry["read"] == branch:
+                versions.append(entry["version"])
+        info = self.db.branches.get(branch)
+        cut = min(versions) if versions else info.head
+        if cut > info.forked_at:
+            self.db.prune(branch, before=cut, reason=reason)
+
+    def _is_removed(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, parent_id: str | None
+    ) -> bool:
+        """Whether ``put`` is a late write of a thread ``delete_thread`` deleted: its
+        parent is gone, or it has none and is no newer than the newest checkpoint
+        deleted. (After ``prune`` or ``delete_for_runs`` such a checkpoint is saved,
+        as LangGraph's other savers save it.)"""
+        if parent_id is not None:
+            key = _names.checkpoint_key(thread_id, checkpoint_ns, parent_id)
+            if self.index.get(key) is not None:
+                return False
+        gone = self.index.get(_names.gone_key(thread_id))
+        if gone is None or "deleted" not in gone:
+            return False
+        return parent_id is not None or checkpoint_id <= gone["deleted"]
+
+    # Copying ------------------------------------------------------------------------
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread: one O(1) fork per branch; the copy reads the source's history."""
@@ -719,5 +992,11 @@ class RewindSaver(BaseCheckpointSaver[str]):
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
 
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+    async def aprune(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        keep: int | None = None,
+    ) -> None:
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy, keep=keep)
