@@ -55,12 +55,17 @@ class RetentionPolicy:
     keep_pinned: bool = True
 
     def __str__(self) -> str:
-        terms = [repr(self.pattern)]
-        if self.keep_last is not None:
-            terms.append(f"keep_last={self.keep_last}")
-        if self.max_age is not None:
-            terms.append(f"max_age={_age_text(self.max_age)}")
-        return f"retain({', '.join(terms)})"
+        return f"retain({', '.join([repr(self.pattern), *_terms(self.keep_last, self.max_age)])})"
+
+
+def _terms(keep_last: int | None, max_age: timedelta | None) -> list[str]:
+    """A policy's terms as they read in messages (``keep_last=10``, ``max_age=30 days``)."""
+    terms = []
+    if keep_last is not None:
+        terms.append(f"keep_last={keep_last}")
+    if max_age is not None:
+        terms.append(f"max_age={_age_text(max_age)}")
+    return terms
 
 
 def _age_text(age: timedelta) -> str:
@@ -583,12 +588,7 @@ def _prune_text(
         return f"prune(before={before.isoformat()})"
     if before is not None:
         return f"prune(before={before})"
-    terms = []
-    if keep_last is not None:
-        terms.append(f"keep_last={keep_last}")
-    if max_age is not None:
-        terms.append(f"max_age={_age_text(max_age)}")
-    return f"prune({', '.join(terms)})"
+    return f"prune({', '.join(_terms(keep_last, max_age))})"
 
 
 __all__ = ["GcReport", "RetentionPolicy", "RewindError"]
