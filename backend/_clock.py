@@ -38,11 +38,18 @@ NOW = (
 
 
 def previous_hash(branch_id: str) -> str:
-    """The hash a new commit of branch ``branch_id`` (an expression) chains on: the
-    branch's newest commit's (NULL for its first; ``_commit_hash``)."""
+    """The hash a new commit of branch ``branch_id`` (an expression, used three times)
+    chains on: the branch's newest commit's (NULL for its first; ``_commit_hash``).
+
+    Every commit writes an entry or an event of its branch, or is a merge, so the newest
+    is found through the indexes those rows have already (three seeks), rather than an
+    index of commits by branch that every commit would have to write."""
     return (
-        "(SELECT hash FROM rewind_commits WHERE branch_id = "
-        f"{branch_id} ORDER BY version DESC LIMIT 1)"
+        "(SELECT hash FROM rewind_commits WHERE version = (SELECT max(newest) FROM ("
+        f"SELECT max(version) AS newest FROM rewind_entries WHERE branch_id = {branch_id} "
+        f"UNION ALL SELECT max(version) FROM rewind_events WHERE branch_id = {branch_id} "
+        f"UNION ALL SELECT max(version) FROM rewind_commits WHERE branch_id = {branch_id} "
+        "AND merge_branch_id IS NOT NULL) own))"
     )
 
 
@@ -67,8 +74,9 @@ def next_ts(now: str) -> str:
 
 #: Allocate and record the next version in one statement (one round trip under the write
 #: lock). Parameters: branch id, now, now, trigger, message, merge branch id, merge
-#: version, branch id. Until the commit is sealed (``Engine.seal``) its ``hash`` holds
-#: the hash of its branch's commit before it, which the seal chains on.
+#: version, and the branch id three times more. Until the commit is sealed
+#: (``Engine.seal``) its ``hash`` holds the hash of its branch's commit before it, which
+#: the seal chains on.
 NEXT_COMMIT = (
     "INSERT INTO rewind_commits (version, branch_id, ts, trigger, message, "
     "merge_branch_id, merge_version, hash) "

@@ -247,6 +247,8 @@ class WriteContext:
                     merge_branch,
                     merge_version,
                     self.branch.id,
+                    self.branch.id,
+                    self.branch.id,
                 ),
             )
             self.version, self.ts, self.previous_hash = int(version), int(ts), previous

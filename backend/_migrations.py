@@ -85,9 +85,8 @@ def _to_schema_7(conn: Migrating) -> None:
 
 def _to_schema_8(conn: Migrating) -> None:
     """Each branch gets a hash chain of its own, over digests of its rows, so erasure and
-    retention can remove rows (``_commit_hash``): the horizons table, the index that finds
-    a branch's newest commit, every commit's hash computed again, and PostgreSQL's
-    routines that chain as the Python path does."""
+    retention can remove rows (``_commit_hash``): the horizons table, every commit's hash
+    computed again, and PostgreSQL's routines that chain as the Python path does."""
     conn.create_missing()
     _commit_hash.reseal(conn)
     conn.install_routines()

@@ -85,7 +85,6 @@ class CommitRow(SQLModel, table=True):
 
     __tablename__ = "rewind_commits"
     __table_args__ = (
-        Index("ix_rewind_commits_branch", "branch_id", "version"),
         Index(
             "ix_rewind_commits_merges",
             "branch_id",
