@@ -82,6 +82,7 @@ BAD_PATH: Error = (rewinddb.InvalidJSONPathError, "invalid.json_path")
 BAD_VALUE: Error = (rewinddb.InvalidValueError, "invalid.value")
 APPEND_CONFLICT: Error = (rewinddb.AppendConflictError, "conflict.append")
 CLOSED: Error = (rewinddb.DatabaseClosedError, "closed")
+NO_SUCH_KEY: Error = (rewinddb.NotFoundError, "not_found.key")
 
 
 class PathError(Exception):
@@ -477,6 +478,8 @@ class RewindMachine(RuleBasedStateMachine):
         self.path: Path | str = self.new_target()
         self.db = rewinddb.open(self.path)
         self.model = Model()
+        #: Keys ``erase_kv`` erased: their rows stay (erased), so erasing again is no error.
+        self.erased: set[str] = set()
 
     def new_target(self) -> Path | str:
         """Where this run's database goes (a directory; a URL on PostgreSQL)."""
@@ -589,6 +592,29 @@ class RewindMachine(RuleBasedStateMachine):
         kv = dict(branch.head.kv)
         del kv[key]
         assert version == self.model.commit(branch, kv=kv)
+
+    @rule(key=st.sampled_from(KV_KEYS))
+    def erase_kv(self, key: str) -> None:
+        """``db.erase_key``: the key reads as absent on every branch (deleted ones too) at
+        every version, as if it had never been written; one no branch wrote is refused."""
+        written = key in self.erased or any(
+            key in snap.kv for branch in self.model.branches for snap in branch.snaps
+        )
+        expect(None if written else NO_SUCH_KEY, lambda: self.db.erase_key("kv", key))
+        if not written:
+            return
+        self.erased.add(key)
+        for branch in self.model.branches:
+            branch.snaps = [
+                Snap(
+                    snap.version,
+                    {k: v for k, v in snap.kv.items() if k != key},
+                    snap.docs,
+                    snap.log,
+                )
+                for snap in branch.snaps
+            ]
+        assert self.db.verify().ok
 
     @rule(data=st.data(), key=st.sampled_from(KV_KEYS))
     def kv_put_invalid(self, data: st.DataObject, key: str) -> None:
