@@ -81,6 +81,19 @@ SCRIPTS = [
         ("--turns", "5"),
         ("RewindSaver", "bytes on disk, closed", "strings", "notes"),
     ),
+    Script(
+        "retention",
+        ("--threads", "6", "--turns", "4", "--keep", "5"),
+        (
+            "after delete_thread of 3 threads",
+            "after prune of the other 3 to their last 5",
+            "after db.gc()",
+            "during db.gc(): longest",
+            "GcReport.longest_step",
+            "db.gc() with the work to do",
+            "each pruned thread keeps 5 of its 12 checkpoints",
+        ),
+    ),
 ]
 
 
