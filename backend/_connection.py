@@ -109,6 +109,10 @@ class Connection:
         self._bookkeeping_changes = 0
         #: How many times writes were rolled back: part of ``Database.change_mark()``.
         self.rollbacks = 0
+        #: An erasure asked for the space back (``request_reclaim``), and whether that
+        #: waits for the caller (``deferring_reclaim``: gc, which reclaims once at its end).
+        self._reclaim_requested = False
+        self._reclaim_deferred = 0
         #: What this connection remembers of the database between statements, under
         #: one rule (``_memory``).
         self.memory = Memory(self.change_token, self.rolled_back)
@@ -244,9 +248,32 @@ class Connection:
     def closed(self) -> bool:
         return self._closed
 
+    def request_reclaim(self) -> None:
+        """Rows were removed (an erasure): give the space back, and checkpoint the WAL so
+        no old page image keeps them, once the outermost transaction has committed."""
+        self._reclaim_requested = True
+        if not self._depth:
+            self._reclaim_if_requested()
+
+    @contextmanager
+    def deferring_reclaim(self) -> Iterator[None]:
+        """Within the block, erasures' requests wait (the caller reclaims at its end)."""
+        self._reclaim_deferred += 1
+        try:
+            yield
+        finally:
+            self._reclaim_deferred -= 1
+
+    def _reclaim_if_requested(self) -> None:
+        if self._reclaim_requested and not self._reclaim_deferred and not self._depth:
+            self._reclaim_requested = False
+            self.reclaim()
+
     def _after_rollback(self) -> None:
         """Writes were rolled back (a transaction, or a level's savepoint)."""
         self.rollbacks += 1
+        if not self._depth:  # the whole transaction: what it removed is back
+            self._reclaim_requested = False
         for callback in self.rolled_back:
             callback()
 
@@ -457,9 +484,14 @@ class Connection:
                 except RewindError:  # the commit failed: nothing was written
                     self._after_rollback()
                     raise
+                self._reclaim_if_requested()
             elif own:
                 self._run(f"RELEASE SAVEPOINT {savepoint}", ())
 
+
+#: How long a run of short write transactions (gc's steps) pauses between two, so that a
+#: writer waiting on the database (it tries every 2 ms at most) gets its turn.
+PAUSE = 0.003
 
 #: The page size of a new database file: SQLite's default. (8 KiB pages keep a 1-2 KB
 #: record of a WITHOUT ROWID table off an overflow page of its own, about 40% less file
@@ -502,20 +534,46 @@ class SQLiteConnection(Connection):
         self._raw = raw
         #: ``PRAGMA data_version`` as read in the open transaction (fixed until it ends).
         self._token: int | None = None
-        raw.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-        raw.execute(f"PRAGMA synchronous = {DURABILITY_LEVELS[durability]}")
-        raw.execute("PRAGMA foreign_keys = OFF")
-        raw.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
-        raw.execute(f"PRAGMA journal_size_limit = {WAL_KEEP_BYTES}")
+        # A busy database is waited on here (``_patiently``), not in SQLite's busy handler,
+        # whose sleeps grow to 100 ms: a writer then waits for a whole run of short write
+        # transactions (gc's steps) instead of slipping in between two of them.
+        raw.execute("PRAGMA busy_timeout = 0")
+        self._patiently(f"PRAGMA synchronous = {DURABILITY_LEVELS[durability]}")
+        self._patiently("PRAGMA foreign_keys = OFF")
+        self._patiently(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
+        self._patiently(f"PRAGMA journal_size_limit = {WAL_KEEP_BYTES}")
         # Deleted rows and freed pages are overwritten with zeros, so what erasure and
         # retention remove (``erasure``) is not left readable in the file.
-        raw.execute("PRAGMA secure_delete = ON")
+        self._patiently("PRAGMA secure_delete = ON")
+
+    def _patiently(self, sql: str, params: Params = ()) -> sqlite3.Cursor:
+        """Run one statement; while the database is busy (another connection holds the
+        write lock), try again every 0.2-2 ms until ``busy_timeout`` has passed. A
+        statement refused as busy did nothing, so trying it again is safe."""
+        return self._patient(lambda: self._raw.execute(sql, params))
+
+    def _patient(self, call: Callable[[], Any]) -> Any:
+        """``call()``, tried again while the database is busy (see ``_patiently``)."""
+        deadline, delay = None, 0.0002
+        while True:
+            try:
+                return call()
+            except sqlite3.OperationalError as error:
+                if not is_busy(error):
+                    raise
+                now = time.monotonic()
+                if deadline is None:
+                    deadline = now + self.busy_timeout
+                if now >= deadline:
+                    raise
+                time.sleep(min(delay, deadline - now))
+                delay = min(delay * 2, 0.002)
 
     def _run(self, sql: str, params: Params) -> sqlite3.Cursor:
-        return self._raw.execute(sql, params)
+        return self._patiently(sql, params)
 
     def _run_many(self, sql: str, rows: Sequence[Params]) -> None:
-        self._raw.executemany(sql, rows)
+        self._raw.executemany(sql, rows)  # only in a write transaction: never busy
 
     def change_token(self) -> int:
         """``PRAGMA data_version``: it changes when another connection commits. Inside a
@@ -524,7 +582,7 @@ class SQLiteConnection(Connection):
         token = self._token
         if token is None:
             self.check_open()
-            token = int(self._raw.execute("PRAGMA data_version").fetchone()[0])
+            token = int(self._patiently("PRAGMA data_version").fetchone()[0])
             if self._depth:
                 self._token = token
         return token
@@ -535,10 +593,10 @@ class SQLiteConnection(Connection):
     def _begin(self, *, write: bool) -> None:
         self._token = None
         if not write:
-            self._raw.execute("BEGIN")
+            self._patiently("BEGIN")
             return
         try:
-            self._raw.execute("BEGIN IMMEDIATE")
+            self._patiently("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as error:
             raise storage_error(error) from error
 
@@ -555,7 +613,7 @@ class SQLiteConnection(Connection):
                 self._raw.execute("ROLLBACK")
             return
         try:
-            self._raw.execute("COMMIT")
+            self._patiently("COMMIT")
         except sqlite3.Error as error:  # disk full, I/O error: leave no open txn
             if self._raw.in_transaction:
                 self._raw.execute("ROLLBACK")
@@ -574,17 +632,28 @@ class SQLiteConnection(Connection):
             self.check_open()
             if self.readonly or self._depth:
                 return longest
-            raw = self._raw
+            self._reclaim_requested = False
+            run, raw = self._patiently, self._raw
             try:
                 if full:
-                    raw.execute("PRAGMA auto_vacuum = INCREMENTAL")
-                    raw.execute("VACUUM")
-                elif raw.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
-                    while raw.execute("PRAGMA freelist_count").fetchone()[0]:
+                    run("PRAGMA auto_vacuum = INCREMENTAL")
+                    run("VACUUM")
+                elif run("PRAGMA auto_vacuum").fetchone()[0] == 2:
+                    while run("PRAGMA freelist_count").fetchone()[0]:
                         start = time.perf_counter()
-                        raw.execute(f"PRAGMA incremental_vacuum({int(step_pages)})").fetchall()
+                        # A script steps the pragma to its end (one execute frees
+                        # a single page); outside a transaction it commits itself.
+                        vacuum = f"PRAGMA incremental_vacuum({int(step_pages)});"
+                        self._patient(lambda script=vacuum: raw.executescript(script))
                         longest = max(longest, time.perf_counter() - start)
-                raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+                        time.sleep(PAUSE)  # let a waiting writer in
+                # Readers and writers of other connections may keep the WAL from being
+                # truncated at a given moment: try in the gaps between them for a while
+                # (a later checkpoint, or the last close, truncates it otherwise).
+                for _ in range(100):
+                    if not run("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]:
+                        break
+                    time.sleep(PAUSE)
             except sqlite3.Error as error:
                 raise storage_error(error) from error
             return longest
@@ -593,9 +662,9 @@ class SQLiteConnection(Connection):
         """Switch a new file to WAL. SQLite does not wait on busy_timeout for this, so
         when several processes create one database at once, retry until it does."""
         deadline = time.monotonic() + self.busy_timeout
-        self._raw.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # only a new file takes it
+        self._patiently(f"PRAGMA page_size = {PAGE_SIZE}")  # only a new file takes it
         # Free pages can be given back to the file system in short steps (``reclaim``).
-        self._raw.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        self._patiently("PRAGMA auto_vacuum = INCREMENTAL")
         while True:
             try:
                 self._raw.execute("PRAGMA journal_mode = WAL")

@@ -397,6 +397,7 @@ class PostgresConnection(Connection):
             self.check_open()
             if self.readonly or self._depth:
                 return 0.0
+            self._reclaim_requested = False
             for table in _schema.TABLES:
                 self.execute(f"VACUUM {'FULL ' if full else ''}{table.name}")
             return 0.0  # plain VACUUM takes no lock that stops writers

@@ -209,7 +209,6 @@ class Branches:
                 engine.memory.forget("branch", name)
                 engine.memory.forget("branch_id", record.id)
                 return None
-        engine.conn.reclaim()
         return receipt
 
     def pin(self, name: str) -> None:

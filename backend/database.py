@@ -29,7 +29,7 @@ from .blame import LastWrite, last_writes
 from .branches import Branches
 from .diff import Diff, KeyVersion, Point, diff_points, key_versions
 from .documents import Documents
-from .erasure import erase_key
+from .erasure import erase_keys
 from .errors import InvalidInputError, NotADatabaseError, NotFoundError, RewindError
 from .events import Events
 from .graph import HistoryGraph, build_graph
@@ -392,15 +392,28 @@ class Database(_Primitives):
 
     # -- erasure and retention -----------------------------------------------------
 
-    def erase_key(self, space: str, key: str) -> ErasureReceipt:
+    def erase_key(self, space: str, key: str, *, branch: str | None = None) -> ErasureReceipt:
         """Erase every value ``key`` of ``space`` (``kv``, ``json`` or ``state``) ever had, on
         every branch and at every version, inherited ones included: each becomes an erased
         entry that reads as absent and shows in ``key_history`` as erased at the version
-        this ran at. The commits still verify (each keeps the value's digest, not the
-        value), and the bytes are gone from the file (``erasure``)."""
-        receipt = erase_key(self._engine, space, key)
-        self._engine.conn.reclaim()
-        return receipt
+        this ran at. With ``branch``: on that branch, the branches forked from it, and what
+        it inherited (for every branch that inherits that too). The commits still verify
+        (each keeps the value's digest, not the value), and the bytes are gone from the
+        file once the outermost transaction commits (``erasure``)."""
+        return erase_keys(self._engine, space, [key], branch=branch)
+
+    def erase_keys(
+        self,
+        space: str,
+        keys: Iterable[str],
+        *,
+        branch: str | None = None,
+        missing_ok: bool = False,
+    ) -> ErasureReceipt:
+        """:meth:`erase_key` of many keys, in one transaction; keys never written are
+        ``not_found.key`` unless ``missing_ok``."""
+        check_flag(missing_ok, "missing_ok")
+        return erase_keys(self._engine, space, keys, branch=branch, missing_ok=missing_ok)
 
     def retain(
         self,
@@ -451,7 +464,6 @@ class Database(_Primitives):
             max_age=max_age,
             reason=reason,
         )
-        self._engine.conn.reclaim()
         return report
 
     def gc(self, *, dry_run: bool = False, vacuum: bool = False) -> GcReport:

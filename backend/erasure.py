@@ -8,7 +8,7 @@ Three operations remove what users stored, each in one write transaction:
   fork points) stays, readable as before; the branch's row stays only while something
   still names it (a live fork's lineage, a merge or a carried event), under a name that
   is not its own.
-- :func:`erase_key`: one key's values, in every branch and version, become erased
+- :func:`erase_keys`: keys' values, in every branch and version, become erased
   entries: each keeps its place (``kv.history`` shows "erased at version N") and the
   digest of what it was, which its commit's hash covers (``_commit_hash``), so the chain
   still verifies without the value.
@@ -216,6 +216,11 @@ def purge_deleted(engine: Engine, branch_ids: Iterable[int]) -> ErasureReceipt:
                 continue
             doomed.add(step)
             stack.extend(tree.children.get(step, ()))
+        # Deleted ancestors kept rows only for what this branch read: those may go now.
+        for ancestor in tree.ancestors(branch_id):
+            if ancestor not in tree.deleted:
+                break
+            doomed.add(ancestor)
     cuts: dict[int, int | None] = {}
 
     def cut_of(branch_id: int) -> int | None:
@@ -269,6 +274,7 @@ def purge_deleted(engine: Engine, branch_ids: Iterable[int]) -> ErasureReceipt:
     items = sweep.run(engine, tree)
     if doomed:
         bump_generation(conn)
+        conn.request_reclaim()
     engine.memory.clear()
     return ErasureReceipt(engine.clock(), list_items=items, **counts)
 
@@ -287,39 +293,68 @@ def _named_elsewhere(engine: Engine, branch_id: int) -> bool:
     )
 
 
-def erase_key(engine: Engine, space: str, key: str) -> ErasureReceipt:
-    """Erase every value ``key`` of ``space`` ever had, on every branch (see the module's
-    docstring); ``not_found.key`` if no branch ever wrote it."""
+def erase_keys(
+    engine: Engine,
+    space: str,
+    keys: Iterable[str],
+    *,
+    branch: str | None = None,
+    missing_ok: bool = False,
+) -> ErasureReceipt:
+    """Erase every value these keys of ``space`` ever had (see the module's docstring): on
+    every branch, or with ``branch`` on that branch and every branch forked from it, and
+    what they inherited (for every branch that inherits it too). A key no branch in that
+    scope wrote is ``not_found.key`` unless ``missing_ok``."""
     if space not in SPACES:
         raise InvalidInputError(
             f"space must be one of {', '.join(SPACES)}, not {space!r}", code="invalid.space"
         )
-    check_name(key, "key")
+    if isinstance(keys, str):
+        raise InvalidInputError(
+            "keys must be a list of keys, not one string (erase_key takes one)",
+            code="invalid.key",
+        )
+    wanted = sorted({check_name(key, "key") for key in keys})
     conn = engine.conn
     with conn.write():
         tree = Tree(engine)
-        version = engine.clock()
-        sweep = Sweep()
-        rows = []
-        for branch_id in sorted(tree.parent):
-            rows += [
-                (branch_id, *row)
-                for row in conn.fetchall(
-                    "SELECT version, kind, body, refs, trigger FROM rewind_entries "
-                    "WHERE branch_id = ? AND space = ? AND key = ?",
-                    (branch_id, space, key),
-                )
+        scope: list[tuple[int, int | None]] = [
+            (branch_id, None) for branch_id in sorted(tree.parent)
+        ]
+        if branch is not None:
+            record = engine.branch(branch)
+            scope = [(branch_id, None) for branch_id in tree.subtree(record.id)]
+            scope += [
+                (branch_id, cap)
+                for branch_id, cap in engine.row_lineage(record, engine.clock())
+                if branch_id != record.id
             ]
-        if not rows:
-            raise NotFoundError(
-                f"no branch ever wrote {space} key {key!r}: there is nothing to erase",
-                code="not_found.key",
-                space=space,
-                key=key,
-            )
+        version = engine.clock()
+        rows = []
+        for key in wanted:
+            found = []
+            for branch_id, cap in scope:
+                sql = (
+                    "SELECT version, kind, body, refs, trigger FROM rewind_entries "
+                    "WHERE branch_id = ? AND space = ? AND key = ?"
+                )
+                params: tuple[Any, ...] = (branch_id, space, key)
+                if cap is not None:
+                    sql, params = sql + " AND version <= ?", (*params, cap)
+                found += [(branch_id, key, *row) for row in conn.fetchall(sql, params)]
+            if not found and not missing_ok:
+                where = "no branch" if branch is None else f"no branch that {branch!r} reads"
+                raise NotFoundError(
+                    f"{where} ever wrote {space} key {key!r}: there is nothing to erase",
+                    code="not_found.key",
+                    space=space,
+                    key=key,
+                )
+            rows += found
+        sweep = Sweep()
         erased = 0
         kind_erased, marker = _commit_hash.KIND_ERASED, _commit_hash.erased_trigger(version)
-        for branch_id, at, kind, body, refs, trigger in rows:
+        for branch_id, key, at, kind, body, refs, trigger in rows:
             if kind in (kind_erased, 2):  # erased already, or a deletion
                 continue
             digest = _commit_hash.stored_entry_digest(space, key, kind, body, refs, trigger)
@@ -327,18 +362,12 @@ def erase_key(engine: Engine, space: str, key: str) -> ErasureReceipt:
             conn.execute(
                 "UPDATE rewind_entries SET kind = ?, body = ?, refs = NULL, trigger = ? "
                 "WHERE branch_id = ? AND space = ? AND key = ? AND version = ?",
-                (
-                    kind_erased,
-                    digest,
-                    marker,
-                    branch_id,
-                    space,
-                    key,
-                    at,
-                ),
+                (kind_erased, digest, marker, branch_id, space, key, at),
             )
             erased += 1
         items = sweep.run(engine, tree)
-        bump_generation(conn)
+        if erased:
+            bump_generation(conn)
+            conn.request_reclaim()
         engine.memory.clear()
         return ErasureReceipt(version, entries=erased, list_items=items)

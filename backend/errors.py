@@ -132,6 +132,12 @@ CODES: Mapping[str, ErrorCode] = _registry(
         "`InvalidInputError`: `branches.delete`",
     ),
     (
+        "invalid.missing_ok",
+        422,
+        "`missing_ok` must be True or False",
+        "`InvalidInputError`: `db.erase_keys`",
+    ),
+    (
         "invalid.purge",
         422,
         "`purge` must be True or False",
@@ -148,7 +154,8 @@ CODES: Mapping[str, ErrorCode] = _registry(
         422,
         "a retention policy or gc argument that cannot apply (a pattern that matches "
         "`default`, `keep_last` below 1, a `max_age` that is not a positive duration)",
-        "`InvalidInputError`: `db.retain`, `db.gc`, `prune`",
+        "`InvalidInputError`: `db.retain`, `db.gc`, `prune`, `RewindSaver.prune` and "
+        "`delete_for_runs`, `rewinddb retain`",
     ),
     (
         "invalid.as_of",

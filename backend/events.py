@@ -507,9 +507,7 @@ class Events:
         copy a merge carried elsewhere): each keeps its place, type and hash, reads with
         ``payload`` None and ``erased_at`` set, and the log still verifies, since the
         events after it chain on its hash."""
-        receipt = _erase_events(self._engine, self._branch, sequences)
-        self._engine.conn.reclaim()
-        return receipt
+        return _erase_events(self._engine, self._branch, sequences)
 
     def __len__(self) -> int:
         return self.length()
@@ -555,7 +553,9 @@ def _erase_events(engine: Engine, branch: str, sequences: Iterable[int]) -> Eras
                     (marker, *target),
                 )
                 erased += 1
-        bump_generation(conn)
+        if erased:
+            bump_generation(conn)
+            conn.request_reclaim()
         engine.memory.clear()
         return ErasureReceipt(version, events=erased)
 

@@ -31,10 +31,11 @@ from typing import Any
 
 import orjson
 
+from ._connection import PAUSE
 from ._engine import DEFAULT_BRANCH, BranchRecord, Engine, check_name, now_micros
 from ._horizons import BASE_ROWS, bump_generation, rows_hash
 from .erasure import Sweep, Tree, purge_deleted
-from .errors import InvalidInputError, RewindError
+from .errors import InvalidInputError, ReadOnlyError, RewindError
 from .models import ErasureReceipt, to_micros
 
 #: How many of a branch's versions one write transaction of ``gc`` removes at most.
@@ -359,6 +360,7 @@ def cut_history(engine: Engine, name: str, cut: int, policy: str) -> tuple[Erasu
     )
     items = sweep.run(engine, tree)
     bump_generation(conn)
+    conn.request_reclaim()
     engine.memory.clear()
     receipt = ErasureReceipt(
         engine.clock(), entries=len(doomed), events=events, commits=commits, list_items=items
@@ -437,6 +439,7 @@ class _Steps:
         finally:
             held = time.perf_counter() - start
             self.report.longest_step = max(self.report.longest_step, held)
+        time.sleep(PAUSE)  # a writer waiting meanwhile gets its turn before the next step
         return result
 
 
@@ -445,13 +448,26 @@ def gc(engine: Engine, *, dry_run: bool = False, vacuum: bool = False) -> GcRepo
     conn = engine.conn
     conn.check_open()
     if conn.readonly:
-        from .errors import ReadOnlyError
-
         raise ReadOnlyError("gc removes data: open the database writable to run it")
     if not isinstance(dry_run, bool) or not isinstance(vacuum, bool):
         raise InvalidInputError(
             "dry_run and vacuum must be True or False", code="invalid.retention"
         )
+    with conn.deferring_reclaim():
+        report = _gc_steps(engine, dry_run)
+    # 3. Space: the WAL checkpointed and truncated, free pages given back (in steps of
+    # their own; a full VACUUM, when asked for, is one long step by design).
+    if not dry_run:
+        held = conn.reclaim(full=vacuum)
+        if not vacuum:
+            report.longest_step = max(report.longest_step, held)
+        report.file_bytes_after = _file_bytes(engine)
+    return report
+
+
+def _gc_steps(engine: Engine, dry_run: bool) -> GcReport:
+    """gc's first two parts: purges of deleted branches, then the policies' cuts."""
+    conn = engine.conn
     report = GcReport(dry_run=dry_run)
     report.file_bytes_before = None if dry_run else _file_bytes(engine)
     steps = _Steps(engine, report)
@@ -496,13 +512,6 @@ def gc(engine: Engine, *, dry_run: bool = False, vacuum: bool = False) -> GcRepo
                 report.horizons[record.name] = kept.kept_from
             elif dry_run:
                 report.horizons[record.name] = cut
-    # 3. Space: the WAL checkpointed and truncated, free pages given back (in steps of
-    # their own; a full VACUUM, when asked for, is one long step by design).
-    if not dry_run:
-        held = conn.reclaim(full=vacuum)
-        if not vacuum:
-            report.longest_step = max(report.longest_step, held)
-        report.file_bytes_after = _file_bytes(engine)
     return report
 
 
@@ -572,12 +581,14 @@ def prune(
         if cut is None:
             return report
         policy = reason or _prune_text(before, keep_last, max_age)
-        for step_cut in _step_cuts(_own_versions(engine, record.id), cut):
-            receipt, size = steps.run(lambda c=step_cut: cut_history(engine, name, c, policy))
-            report.add(receipt, size)
+        with engine.conn.deferring_reclaim():
+            for step_cut in _step_cuts(_own_versions(engine, record.id), cut):
+                receipt, size = steps.run(lambda c=step_cut: cut_history(engine, name, c, policy))
+                report.add(receipt, size)
         kept = engine.horizon(record.id)
         if kept is not None:
             report.horizons[name] = kept.kept_from
+    engine.conn.request_reclaim()  # once, for every step (inside a transaction: at its end)
     return report
 
 

@@ -28,7 +28,6 @@ from collections.abc import Iterable
 from typing import Any
 
 import rewinddb
-from rewinddb.errors import NotFoundError
 
 from . import _names
 
@@ -78,11 +77,9 @@ class Index:
     def erase(self, keys: Iterable[str]) -> None:
         """Erase every value the index ``keys`` ever had, at every version (they then
         read as absent as of any version; ``key_history`` shows them erased)."""
+        keys = list(keys)
         for key in keys:
-            if not key.startswith(_names.INDEX_PREFIXES):  # erase_key spans every branch
+            if not key.startswith(_names.INDEX_PREFIXES):
                 raise ValueError(f"{key!r} is not a key of the saver's index")
-            try:
-                self.db.erase_key("kv", key)
-            except NotFoundError as error:  # never written: nothing to erase
-                if error.code != "not_found.key":
-                    raise
+        if keys:  # the index branch and nothing else (it has no forks, it inherits nothing)
+            self.db.erase_keys("kv", keys, branch=_names.INDEX_BRANCH, missing_ok=True)

@@ -684,25 +684,14 @@ class RewindSaver(BaseCheckpointSaver[str]):
         )
 
     def _erasing(self, steps: Iterable[Callable[[], builtins.list[str]]]) -> None:
-        """Run each step as one saver write. A step removes index records and returns
-        their keys, which are erased in the same write, all but the very last: that
-        one is erased after the last write, outside ``db.atomic()``, where an erasure
-        also gives the space back (WAL checkpointed and truncated, free pages
-        returned to the file system), once for all the steps."""
-        last: str | None = None
-        try:
-            for step in steps:
-                with self._writing():
-                    if last is not None:
-                        self.index.erase([last])
-                    removed = step()
-                    if removed:
-                        self.index.erase(removed[:-1])
-                last = removed[-1] if removed else None  # (kept if the write failed)
-        finally:
-            if last is not None:
-                with self.lock:
-                    self.index.erase([last])
+        """Run each step as one saver write: a step removes index records and returns their
+        keys, which are erased in the same write (the store gives the space back and
+        checkpoints its WAL when each write commits)."""
+        for step in steps:
+            with self._writing():
+                removed = step()
+                if removed:
+                    self.index.erase(removed)
 
     def _retain(
         self,

@@ -224,10 +224,61 @@ def test_another_connection_reads_the_erasure_at_once(db_target: str | Path) -> 
         writer.kv.put("chat", _long_list(SECRET))
         assert reader.kv.get("k") == {"secret": SECRET}  # remembered by the reader
         assert reader.kv.get("chat")[-1] == {"text": SECRET}
+        stamp = reader.stamp
         writer.erase_key("kv", "k")
         writer.erase_key("kv", "chat")
         assert reader.kv.get("k") is None and reader.kv.get("chat") is None
         assert writer.kv.get("k") is None
+        assert reader.stamp != stamp  # the clock did not move, the history did
         stamp = reader.stamp
-        writer.erase_key("kv", "k")  # erased already: nothing changes but the stamp
-        assert reader.stamp != stamp
+        assert writer.erase_key("kv", "k").entries == 0  # erased already: nothing to do
+        assert reader.stamp == stamp
+
+
+def test_erase_keys_in_a_branch_and_what_it_reads(db: rewinddb.Database, refused: Refused) -> None:
+    db.kv.put("shared", {"secret": SECRET})  # inherited by both forks
+    db.branches.fork("default", "a")
+    db.branches.fork("default", "b")
+    db.at("a").kv.put("own", {"secret": SECRET})
+    db.at("b").kv.put("own", "b keeps its own")
+    db.branches.fork("a", "a-child")
+    db.at("a-child").kv.put("own", {"secret": SECRET, "child": True})
+    receipt = db.erase_keys("kv", ["own", "shared", "never"], branch="a", missing_ok=True)
+    assert receipt.entries == 3  # a's, a-child's, and the one a inherited from default
+    assert db.at("a").kv.get("own") is None and db.at("a-child").kv.get("own") is None
+    assert db.at("b").kv.get("own") == "b keeps its own"
+    assert db.at("b").kv.get("shared") is None  # it inherited the erased value too
+    assert db.verify().ok
+    with refused(db, NotFoundError, "not_found.key"):
+        db.erase_keys("kv", ["never"], branch="a")
+    with refused(db, InvalidInputError, "invalid.key"):
+        db.erase_keys("kv", "own")  # one string, not a list of keys
+    with refused(db, InvalidInputError, "invalid.missing_ok"):
+        db.erase_keys("kv", ["own"], missing_ok="yes")  # type: ignore[arg-type]
+    with refused(db, rewinddb.BranchNotFound):
+        db.erase_keys("kv", ["own"], branch="nobody")
+
+
+def test_an_erasure_in_a_transaction_is_scrubbed_when_it_commits(db_path: Path) -> None:
+    with rewinddb.open(db_path) as db:
+        db.kv.put("k", {"secret": SECRET})
+        db.branches.fork("default", "gone")
+        db.at("gone").kv.put("g", {"secret": SECRET})
+        with db.atomic():
+            db.erase_key("kv", "k")
+            db.branches.delete("gone", purge=True)
+            db.kv.put("after", 1)
+        # Not closed: the WAL was checkpointed and cut back when the block committed.
+        assert hits_in_files(db_path, SECRET) == []
+        assert db.verify().ok
+
+
+def test_purging_a_forks_last_reader_takes_its_deleted_parent_too(db: rewinddb.Database) -> None:
+    db.branches.fork("default", "parent")
+    db.at("parent").kv.put("k", {"secret": SECRET})
+    db.branches.fork("parent", "fork")
+    db.branches.delete("parent", purge=True)  # its rows stay: the fork reads them
+    assert db.at("fork").kv.get("k") == {"secret": SECRET}
+    db.branches.delete("fork", purge=True)
+    assert hits_in_export(db, SECRET) == []
+    assert db.verify().ok
