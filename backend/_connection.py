@@ -550,6 +550,11 @@ class SQLiteConnection(Connection):
         """Run one statement; while the database is busy (another connection holds the
         write lock), try again every 0.2-2 ms until ``busy_timeout`` has passed. A
         statement refused as busy did nothing, so trying it again is safe."""
+        try:  # the usual case, at no cost
+            return self._raw.execute(sql, params)
+        except sqlite3.OperationalError as error:
+            if not is_busy(error):
+                raise
         return self._patient(lambda: self._raw.execute(sql, params))
 
     def _patient(self, call: Callable[[], Any]) -> Any:
@@ -569,8 +574,7 @@ class SQLiteConnection(Connection):
                 time.sleep(min(delay, deadline - now))
                 delay = min(delay * 2, 0.002)
 
-    def _run(self, sql: str, params: Params) -> sqlite3.Cursor:
-        return self._patiently(sql, params)
+    _run = _patiently
 
     def _run_many(self, sql: str, rows: Sequence[Params]) -> None:
         self._raw.executemany(sql, rows)  # only in a write transaction: never busy
