@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -555,7 +556,8 @@ class SQLiteConnection(Connection):
         except sqlite3.OperationalError as error:
             if not is_busy(error):
                 raise
-        return self._patient(lambda: self._raw.execute(sql, params))
+        cursor: sqlite3.Cursor = self._patient(lambda: self._raw.execute(sql, params))
+        return cursor
 
     def _patient(self, call: Callable[[], Any]) -> Any:
         """``call()``, tried again while the database is busy (see ``_patiently``)."""
@@ -648,7 +650,7 @@ class SQLiteConnection(Connection):
                         # A script steps the pragma to its end (one execute frees
                         # a single page); outside a transaction it commits itself.
                         vacuum = f"PRAGMA incremental_vacuum({int(step_pages)});"
-                        self._patient(lambda script=vacuum: raw.executescript(script))
+                        self._patient(partial(raw.executescript, vacuum))
                         longest = max(longest, time.perf_counter() - start)
                         time.sleep(PAUSE)  # let a waiting writer in
                 # Readers and writers of other connections may keep the WAL from being
