@@ -173,15 +173,23 @@ class ErasureReceipt:
     list_items: int = 0
 
     def __str__(self) -> str:
-        parts = [
-            f"{count:,} {one if count == 1 else many}"
-            for count, one, many in (
+        parts = counted(
+            [
                 (self.branches, "branch", "branches"),
                 (self.entries, "entry", "entries"),
                 (self.events, "event", "events"),
                 (self.commits, "commit", "commits"),
                 (self.list_items, "list item", "list items"),
-            )
-            if count
-        ]
+            ],
+            skip_zero=True,
+        )
         return "removed " + (", ".join(parts) if parts else "nothing")
+
+
+def counted(counts: list[tuple[int, str, str]], *, skip_zero: bool = False) -> list[str]:
+    """``1 entry``, ``3 entries``: each (count, singular, plural) as words."""
+    return [
+        f"{count:,} {one if count == 1 else many}"
+        for count, one, many in counts
+        if count or not skip_zero
+    ]

@@ -36,7 +36,7 @@ from ._engine import DEFAULT_BRANCH, BranchRecord, Engine, check_name, now_micro
 from ._horizons import BASE_ROWS, bump_generation, rows_hash
 from .erasure import Sweep, Tree, purge_deleted
 from .errors import InvalidInputError, ReadOnlyError, RewindError
-from .models import ErasureReceipt, to_micros
+from .models import ErasureReceipt, counted, to_micros
 
 #: How many of a branch's versions one write transaction of ``gc`` removes at most.
 STEP_VERSIONS = 500
@@ -108,13 +108,14 @@ class GcReport:
     def __str__(self) -> str:
         verb = "would free" if self.dry_run else "freed"
         counts = ", ".join(
-            f"{count:,} {one if count == 1 else many}"
-            for count, one, many in (
-                (self.versions, "version", "versions"),
-                (self.branches, "deleted branch", "deleted branches"),
-                (self.entries, "entry", "entries"),
-                (self.events, "event", "events"),
-                (self.list_items, "list item", "list items"),
+            counted(
+                [
+                    (self.versions, "version", "versions"),
+                    (self.branches, "deleted branch", "deleted branches"),
+                    (self.entries, "entry", "entries"),
+                    (self.events, "event", "events"),
+                    (self.list_items, "list item", "list items"),
+                ]
             )
         )
         line = f"{verb} {counts} ({self.bytes:,} bytes of data)"
