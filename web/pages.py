@@ -6,6 +6,8 @@ A request from htmx (``HX-Request``) gets only the fragment it swaps in.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
@@ -18,11 +20,12 @@ from .errors import code_for, message_for, status_for
 from .figure import figure_data
 from .readers import lent_database
 from .rendering import is_fragment, json_response, render
+from .responses import TEXT_LIMIT
 from .urls import BadSegment, compare_url, tilde_decode
 
 router = APIRouter(include_in_schema=False)
 
-Text = Annotated[str | None, Query(max_length=1024)]
+Text = Annotated[str | None, Query(max_length=TEXT_LIMIT)]
 #: A key history page: versions older than ``before`` (None: the newest), ``limit`` of them.
 Before = Annotated[int | None, Query(ge=1, le=2**63 - 1)]
 Limit = Annotated[int, Query(ge=1, le=1000)]
@@ -36,6 +39,15 @@ def db_of(request: Request) -> rewinddb.Database:
         return lent
     database: rewinddb.Database = request.app.state.db
     return database
+
+
+@contextmanager
+def one_snapshot(request: Request) -> Iterator[rewinddb.Database]:
+    """The request's database inside one read snapshot: everything a page shows is read
+    at one moment of the history (while other processes write)."""
+    db = db_of(request)
+    with db.read():
+        yield db
 
 
 def split_json(segment: str) -> tuple[str, bool]:
@@ -56,10 +68,10 @@ ShowAll = Annotated[bool, Query()]
 
 
 def _overview(request: Request, template: str, show_all: bool) -> Response:
-    db = db_of(request)
-    data = queries.overview(db, include_internal=show_all)
-    figure = figure_data(data["graph"], data["version"], db=db, rows=data["branches"])
-    return render(request, template, {**data, "figure": figure})
+    with one_snapshot(request) as db:  # the table, the graph and its labels
+        data = queries.overview(db, include_internal=show_all)
+        figure = figure_data(data["graph"], data["version"], db=db, rows=data["branches"])
+        return render(request, template, {**data, "figure": figure})
 
 
 @router.get("/")
@@ -69,7 +81,8 @@ def overview_page(request: Request, all: ShowAll = False) -> Response:
 
 @router.get("/.json")
 def overview_json(request: Request, all: ShowAll = False) -> Response:
-    data = queries.overview(db_of(request), include_internal=all)
+    with one_snapshot(request) as db:
+        data = queries.overview(db, include_internal=all)
     return json_response(queries.overview_json(data))
 
 
@@ -77,10 +90,10 @@ def overview_json(request: Request, all: ShowAll = False) -> Response:
 def overview_fragment(request: Request, since: Text = None, all: ShowAll = False) -> Response:
     """The graph and attempts table, or 204 (nothing to swap) while nothing changed
     (``since``: the ``db.stamp`` the page was drawn at)."""
-    db = db_of(request)
-    if since is not None and db.stamp == since:
-        return Response(status_code=204)
-    return _overview(request, "_overview.html", all)
+    with one_snapshot(request) as db:
+        if since is not None and db.stamp == since:
+            return Response(status_code=204)
+        return _overview(request, "_overview.html", all)
 
 
 @router.get("/branches/{branch}")
@@ -92,9 +105,9 @@ def branch_page(
     token, as_json = split_json(branch)
     name = tilde_decode(token)
     if as_json:
-        db = db_of(request)
-        data = queries.branch_page(db, name, event_type=type, search=q)
-        data["story"] = stories.branch_story_json(stories.branch_story(db, name))
+        with one_snapshot(request) as db:
+            data = queries.branch_page(db, name, event_type=type, search=q)
+            data["story"] = stories.branch_story_json(stories.branch_story(db, name))
         return json_response(data)
     return branch_response(request, name, event_type=type, search=q, view=view)
 
@@ -111,8 +124,7 @@ def branch_response(
     detail: dict[str, Any] | None = None,
 ) -> Response:
     """The branch page: its story, and an event's detail (``detail``) when one is open."""
-    db = db_of(request)
-    with db.read():
+    with one_snapshot(request) as db:
         told = stories.branch_story(
             db, name, steps_before=steps_before, messages_before=messages_before
         )
@@ -177,14 +189,14 @@ def _timeline(
 def event_page(request: Request, branch: str, sequence: str) -> Response:
     name = tilde_decode(branch)
     token, as_json = split_json(sequence)
-    db = db_of(request)
-    # The JSON keeps values exactly as stored; pages show serde encodings decoded.
-    detail = queries.event_detail(db, name, parse_sequence(token), readable=not as_json)
-    if as_json:
-        return json_response(detail)
-    if is_fragment(request):
-        return render(request, "_event.html", {"detail": detail})
-    return branch_response(request, name, detail=detail)
+    with one_snapshot(request) as db:
+        # The JSON keeps values exactly as stored; pages show serde encodings decoded.
+        detail = queries.event_detail(db, name, parse_sequence(token), readable=not as_json)
+        if as_json:
+            return json_response(detail)
+        if is_fragment(request):
+            return render(request, "_event.html", {"detail": detail})
+        return branch_response(request, name, detail=detail)
 
 
 @router.get("/branches/{branch}/keys/{key}")
@@ -198,15 +210,10 @@ def key_page(
 ) -> Response:
     name = tilde_decode(branch)
     token, as_json = split_json(key)
-    data = queries.key_history(
-        db_of(request),
-        name,
-        space,
-        tilde_decode(token),
-        readable=not as_json,
-        limit=limit,
-        before=before,
-    )
+    with one_snapshot(request) as db:
+        data = queries.key_history(
+            db, name, space, tilde_decode(token), readable=not as_json, limit=limit, before=before
+        )
     if as_json:
         return json_response(data)
     paging = "" if limit == queries.PAGE_SIZE else f"&limit={limit}"  # kept by the links
@@ -265,9 +272,16 @@ def compare_json(request: Request, a: Text = None, b: Text = None) -> Response:
 
 
 def _compare(request: Request, a: str | None, b: str | None, *, as_json: bool) -> Response:
-    """The comparison; without both points, or with one that names nothing, the HTML
-    page keeps the form as it was filled in (and says what was wrong)."""
-    db = db_of(request)
+    """The comparison, everything it shows read in one snapshot."""
+    with one_snapshot(request) as db:
+        return _compare_page(request, db, a, b, as_json=as_json)
+
+
+def _compare_page(
+    request: Request, db: rewinddb.Database, a: str | None, b: str | None, *, as_json: bool
+) -> Response:
+    """Without both points, or with one that names nothing, the HTML page keeps the form
+    as it was filled in (and says what was wrong)."""
     if as_json:
         if not a or not b:
             raise rewinddb.InvalidInputError(

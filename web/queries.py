@@ -372,8 +372,8 @@ def compare(db: rewinddb.Database, a: str, b: str, *, readable: bool = False) ->
     events (the logs show them), each row marked ``hidden`` when its presenter calls it
     bookkeeping (``readable``: as ``event_detail``). ``comparison`` is the
     ``StoryComparison`` itself (``compare_json`` makes it JSON)."""
-    (branch_a, as_of_a), (branch_b, as_of_b) = parse_point(db, a), parse_point(db, b)
     with db.read():
+        (branch_a, as_of_a), (branch_b, as_of_b) = parse_point(db, a), parse_point(db, b)
         # A point without a version is the branch now: at the clock's version.
         version_a = db.version if as_of_a is None else as_of_a
         version_b = db.version if as_of_b is None else as_of_b

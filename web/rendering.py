@@ -12,6 +12,7 @@ from typing import Any
 
 import jinja2
 import orjson
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
@@ -172,9 +173,13 @@ def json_response(data: Any, status: int = 200) -> Response:
 
 def is_fragment(request: Request) -> bool:
     """htmx asks for fragments (``HX-Request``) unless it is restoring history."""
+    return fragment_requested(request.headers)
+
+
+def fragment_requested(headers: Headers) -> bool:
+    """``is_fragment`` of a request's headers."""
     return (
-        request.headers.get("hx-request") == "true"
-        and request.headers.get("hx-history-restore-request") != "true"
+        headers.get("hx-request") == "true" and headers.get("hx-history-restore-request") != "true"
     )
 
 

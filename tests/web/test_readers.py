@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,13 @@ import rewinddb
 from rewinddb.demo import build_demo
 from rewinddb.web import create_app
 from rewinddb.web.pages import db_of
-from rewinddb.web.readers import READERS_ENV, Readers
+from rewinddb.web.readers import (
+    DEFAULT_READERS,
+    DEFAULT_SERVER_READERS,
+    READERS_ENV,
+    Readers,
+    default_readers,
+)
 
 LOCAL = "http://localhost"
 
@@ -174,7 +181,12 @@ def test_read_connections_from_the_environment(
         create_app(demo_path)
     assert READERS_ENV in info.value.message
     monkeypatch.delenv(READERS_ENV)
-    assert create_app(demo_path).state.readers.size == 4
+    assert create_app(demo_path).state.readers.size == DEFAULT_READERS == 1
+
+
+def test_the_default_readers_are_one_on_sqlite_and_four_on_postgresql() -> None:
+    assert default_readers(Path("agent")) == DEFAULT_READERS == 1
+    assert default_readers("postgresql://me@localhost/agents") == DEFAULT_SERVER_READERS == 4
 
 
 def test_serve_refuses_bad_read_connections(demo_path: Path) -> None:
@@ -194,3 +206,226 @@ def test_an_app_never_started_still_lends_readers(never_served: FastAPI) -> None
     client = TestClient(never_served, base_url=LOCAL)  # no lifespan: no `with`
     assert client.get("/api/version").status_code == 200
     assert client.get("/").status_code == 200
+
+
+# -- shared renders: a page many tabs ask for is rendered once per stamp ---------------
+
+
+class HeldPage:
+    """A route of the real app at a path the shared renders serve (``/branches/held``,
+    put before the branch page): it reads the stamp, says it is in, and answers only
+    when the test lets it go, with the stamp and how many times it has run."""
+
+    PATH = "/branches/held"
+
+    def __init__(self, app: FastAPI) -> None:
+        self.entered = threading.Semaphore(0)
+        self.release = threading.Event()
+        self.runs = 0
+        app.router.add_api_route(self.PATH, self.route)
+        app.router.routes.insert(0, app.router.routes.pop())
+
+    def route(self, request: Request) -> dict[str, Any]:
+        db = db_of(request)
+        with db.read():
+            stamp = db.stamp
+            self.runs += 1
+            run = self.runs
+        self.entered.release()
+        self.release.wait(30)
+        return {"stamp": stamp, "run": run}
+
+
+def settles(condition: Any) -> bool:
+    """Whether ``condition()`` comes true within 10 s: requests getting where a test needs
+    them (the test lets everything go and joins its threads before it asserts)."""
+    deadline = time.monotonic() + 10
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def waiting_on(app: FastAPI, path: str) -> int:
+    """How many requests wait for the render of ``path`` in progress."""
+    flights = app.state.shared._flights
+    return sum(len(flight.waiters) for key, flight in list(flights.items()) if key[0] == path)
+
+
+@pytest.fixture
+def fresh(tmp_path: Path) -> Path:
+    path = tmp_path / "demo"
+    build_demo(path).close()
+    return path
+
+
+def test_a_kept_page_is_served_until_a_write_then_drawn_again(fresh: Path) -> None:
+    app = create_app(fresh)
+    shared = app.state.shared
+    with TestClient(app, base_url=LOCAL) as client:
+        first = client.get("/")
+        again = client.get("/")
+        assert first.status_code == again.status_code == 200
+        assert again.content == first.content
+        assert (shared.counts.rendered, shared.counts.cached) == (1, 1)
+        assert "written-meanwhile" not in first.text
+        with rewinddb.open(fresh) as writer:  # another connection, as another process
+            writer.branches.fork("research", "written-meanwhile")
+        after = client.get("/")
+        assert "written-meanwhile" in after.text
+        assert shared.counts.rendered == 2
+        # the JSON twins too: kept, then drawn again after a write
+        twin = client.get("/.json").json()
+        assert client.get("/.json").json() == twin and shared.counts.cached == 2
+        with rewinddb.open(fresh) as writer:
+            writer.at("written-meanwhile").kv.put("seen", 1)
+        newer = client.get("/.json").json()
+        assert newer["version"] == twin["version"] + 1 and newer["stamp"] != twin["stamp"]
+        assert client.get("/api/overview").json()["stamp"] == newer["stamp"]
+
+
+def test_a_kept_page_is_what_a_fresh_render_gives(fresh: Path) -> None:
+    app = create_app(fresh, allow_writes=True)  # pages carry the CSRF token
+    with TestClient(app, base_url=LOCAL) as client:
+        for url, headers in [
+            ("/", {}),
+            ("/fragments/overview", {"HX-Request": "true"}),
+            ("/compare?a=research&b=research-retry", {}),
+            ("/branches/research", {}),
+            ("/branches/research.json", {}),
+        ]:
+            drawn = client.get(url, headers=headers)
+            kept = client.get(url, headers=headers)
+            assert drawn.status_code == kept.status_code == 200, url
+            assert kept.content == drawn.content, url
+            assert kept.headers["content-type"] == drawn.headers["content-type"]
+            assert kept.headers.get("vary") == drawn.headers.get("vary")
+            assert (
+                kept.headers["content-security-policy"] == drawn.headers["content-security-policy"]
+            )
+        assert app.state.shared.counts.cached == 5
+        assert app.state.csrf_token in client.get("/branches/research").text  # kept, token in
+        app.state.shared.clear()
+        fresh_render = client.get("/")
+        assert fresh_render.content == client.get("/").content
+
+
+def test_gzip_and_identity_are_kept_apart(fresh: Path) -> None:
+    app = create_app(fresh)
+    with TestClient(app, base_url=LOCAL) as client:
+        for _ in range(2):
+            packed = client.get("/", headers={"Accept-Encoding": "gzip"})
+            plain = client.get("/", headers={"Accept-Encoding": "identity"})
+            assert packed.headers["content-encoding"] == "gzip"
+            assert "content-encoding" not in plain.headers
+            assert packed.content == plain.content  # httpx unpacked the first
+        assert app.state.shared.counts.rendered == 2
+
+
+def test_a_kept_page_still_checks_the_host(fresh: Path) -> None:
+    app = create_app(fresh, allow_writes=True)
+    with TestClient(app, base_url=LOCAL) as client:
+        assert client.get("/").status_code == 200
+        assert client.get("/").status_code == 200  # kept now
+        rebound = client.get("/", headers={"Host": "evil.example:8000"})
+        assert rebound.status_code == 421
+        assert "research" not in rebound.text and app.state.csrf_token not in rebound.text
+
+
+def test_the_overview_poll_says_204_while_nothing_changed(fresh: Path) -> None:
+    app = create_app(fresh)
+    hx = {"HX-Request": "true"}
+    with TestClient(app, base_url=LOCAL) as client:
+        stamp = client.get("/api/version").json()["stamp"]
+        whole = client.get("/fragments/overview", headers=hx)
+        assert client.get(f"/fragments/overview?since={stamp}", headers=hx).status_code == 204
+        stale = client.get("/fragments/overview?since=1.1.0", headers=hx)
+        assert stale.status_code == 200 and stale.content == whole.content
+        assert client.get("/fragments/overview?since=" + "9" * 1025, headers=hx).status_code == 422
+        with rewinddb.open(fresh) as writer:
+            writer.at("research").kv.put("poll", 1)
+        assert client.get(f"/fragments/overview?since={stamp}", headers=hx).status_code == 200
+
+
+def test_identical_requests_waiting_for_a_reader_share_one_render(fresh: Path) -> None:
+    app = create_app(fresh, read_connections=1)
+    holder, page = Held(app), HeldPage(app)
+    page.release.set()
+    with TestClient(app, base_url=LOCAL) as client:
+        hold = in_thread(lambda: client.get("/test-hold"))[0]  # the only reader is lent
+        assert holder.entered.wait(10)
+        asked = [in_thread(lambda: client.get(HeldPage.PATH)) for _ in range(4)]
+        gathered = settles(lambda: waiting_on(app, HeldPage.PATH) == 3)
+        holder.release.set()
+        for thread in [hold, *(thread for thread, _ in asked)]:
+            thread.join(10)
+    assert gathered, "three requests did not wait on the first one's render"
+    answers = [out[0].json() for _, out in asked]
+    assert page.runs == 1 and all(answer == answers[0] for answer in answers)
+    counts = app.state.shared.counts
+    assert (counts.rendered, counts.shared) == (1, 3)
+
+
+def test_a_request_after_a_write_does_not_take_an_older_render(fresh: Path) -> None:
+    app = create_app(fresh, read_connections=2)
+    page = HeldPage(app)
+    with TestClient(app, base_url=LOCAL) as client:
+        first = in_thread(lambda: client.get(HeldPage.PATH))
+        assert page.entered.acquire(timeout=10)  # lent, reading, not finished
+        with rewinddb.open(fresh) as writer:
+            writer.at("research").kv.put("after-the-first", 1)
+        second = in_thread(lambda: client.get(HeldPage.PATH))
+        rendered_its_own = page.entered.acquire(timeout=10)
+        page.release.set()
+        first[0].join(10)
+        second[0].join(10)
+    assert rendered_its_own, "the request after the write waited for the older render"
+    older, newer = first[1][0].json(), second[1][0].json()
+    assert (older["run"], newer["run"]) == (1, 2)
+    assert newer["stamp"] != older["stamp"]
+    with rewinddb.open(fresh, readonly=True) as reader:
+        assert newer["stamp"] == reader.stamp
+
+
+def test_a_request_at_the_same_stamp_joins_a_render_in_progress(fresh: Path) -> None:
+    app = create_app(fresh, read_connections=2)
+    page = HeldPage(app)
+    with TestClient(app, base_url=LOCAL) as client:
+        first = in_thread(lambda: client.get(HeldPage.PATH))
+        assert page.entered.acquire(timeout=10)
+        second = in_thread(lambda: client.get(HeldPage.PATH))
+        joined = settles(lambda: waiting_on(app, HeldPage.PATH) == 1)
+        page.release.set()
+        first[0].join(10)
+        second[0].join(10)
+    assert joined, "the second request did not wait on the render in progress"
+    assert page.runs == 1
+    assert first[1][0].json() == second[1][0].json()
+
+
+def test_a_failed_render_leaves_each_waiting_request_its_own(fresh: Path) -> None:
+    app = create_app(fresh, read_connections=1)
+    holder = Held(app)
+    with TestClient(app, base_url=LOCAL) as client:
+        hold = in_thread(lambda: client.get("/test-hold"))[0]
+        assert holder.entered.wait(10)
+        asked = [in_thread(lambda: client.get("/branches/no-such-branch")) for _ in range(3)]
+        gathered = settles(lambda: waiting_on(app, "/branches/no-such-branch") == 2)
+        holder.release.set()
+        for thread in [hold, *(thread for thread, _ in asked)]:
+            thread.join(10)
+    assert gathered, "two requests did not wait on the first one's render"
+    assert [out[0].status_code for _, out in asked] == [404, 404, 404]
+    counts = app.state.shared.counts
+    assert (counts.rendered, counts.shared, counts.cached) == (1, 0, 0)
+
+
+def test_the_stamp_connection_closes_with_the_readers(demo_path: Path) -> None:
+    app = create_app(demo_path, read_connections=1)
+    readers: Readers = app.state.readers
+    with TestClient(app, base_url=LOCAL) as client:
+        assert readers.stamp() == client.get("/api/version").json()["stamp"]
+    assert readers.stamp() is None
+    with TestClient(app, base_url=LOCAL):
+        assert readers.stamp() is not None
