@@ -20,7 +20,8 @@ Every page is requested in process through FastAPI's ``TestClient`` on
 ``/.json`` twin, the first page of the long branch, the event fragment (``HX-Request``)
 near the start, middle and end of the long branch, and the compare page of two sibling
 branches. Each figure is the median (and 95th percentile) of several requests after a
-warm-up. Baselines, measured interleaved in the same run, are raw ``sqlite3`` reads of
+warm-up, each one a render (the responses the explorer keeps between writes are dropped
+before every request). Baselines, measured interleaved in the same run, are raw ``sqlite3`` reads of
 the same facts from the database file: for the overview every branch row (commit count,
 head, last write, event count) and every event's (branch, version, type); for the
 fragment the event, the one before it and the branch's state rows at the event's version
@@ -462,7 +463,12 @@ def interleaved(reps: int, *fns: Callable[[], Any]) -> list[Timing]:
 def getter(
     client: TestClient, url: str, headers: dict[str, str] | None = None
 ) -> Callable[[], Any]:
+    """A request of ``url`` that the explorer renders each time: the responses its shared
+    renders keep (they would answer a repeat from memory) are dropped first."""
+    shared = client.app.state.shared  # type: ignore[attr-defined]
+
     def get() -> Any:
+        shared.clear()
         response = client.get(url, headers=headers)
         if response.status_code != 200:
             raise RuntimeError(f"GET {url}: {response.status_code} {response.text[:300]}")
