@@ -863,12 +863,15 @@ def test_the_overview_lists_the_attempts_and_keys_reach_the_points(
     page.locator("#graph").focus()
     page.keyboard.press("ArrowRight")
     focus = page.locator("#graph-focus")
-    expect(focus).to_contain_text(run.main_branch)
+    # The focused point is read out as the hover shows it, in words: its thread, its step.
+    expect(focus).to_contain_text(run.main_branch.removeprefix("lg/") + " v")
+    expect(focus).to_contain_text(" · step ")
+    expect(focus).not_to_contain_text("<br>")
     first = focus.inner_text()
     page.keyboard.press("ArrowRight")
     expect(focus).not_to_have_text(first)
     page.keyboard.press("ArrowDown")
-    expect(focus).to_contain_text(run.fork_branch)
+    expect(focus).to_contain_text(run.fork_branch.removeprefix("lg/") + " v")
     page.keyboard.press("Enter")
     expect(page).to_have_url(re.compile(rf"/branches/{re.escape(tilde(run.fork_branch))}/"))
     expect(page.locator("main h1")).not_to_contain_text("not found")  # the step opened

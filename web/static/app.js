@@ -40,7 +40,14 @@
     var at = found.trace.customdata.findIndex(function (c) { return c[1] === focused; });
     if (at === -1) return;
     Plotly.Fx.hover(holder, [{ curveNumber: found.index, pointNumber: at }]);
-    if (label) label.textContent = found.trace.hovertext[at];
+    if (label) label.textContent = plainText(found.trace.hovertext[at]);
+  }
+
+  // A hover label as words: Plotly's line breaks as " · ", its escaped characters
+  // decoded (parsed inert, never inserted as HTML).
+  function plainText(hover) {
+    var lines = String(hover).split("<br>").join(" · ");
+    return new DOMParser().parseFromString(lines, "text/html").body.textContent;
   }
 
   function moveFocus(holder, key) {
