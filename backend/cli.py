@@ -579,7 +579,8 @@ def build_parser() -> argparse.ArgumentParser:
             "--read-connections",
             type=int,
             metavar="N",
-            help="read-only database connections the pages read from at once (default: 4)",
+            help="read-only database connections the pages read from at once "
+            "(default: 1 on a directory, 4 on a postgresql:// URL)",
         )
 
     serve = commands.add_parser(
