@@ -526,15 +526,13 @@ def _erase_events(engine: Engine, branch: str, sequences: Iterable[int]) -> Eras
     with conn.write():
         version = engine.clock()
         log = Events(engine, branch)
-        homes = []
+        owners = []
         for sequence in wanted:
-            event = log.get(sequence)  # not_found.event for one the log does not have
-            owner = engine.branch_by_id(_owner_id(engine, branch, sequence))
-            home = event.origin or (owner.name, sequence)
-            homes.append((owner.id, sequence, home))
+            log.get(sequence)  # not_found.event for one the log does not have
+            owners.append((_owner_id(engine, branch, sequence), sequence))
         marker = erased_payload(version)
         erased = 0
-        for owner_id, sequence, _ in homes:
+        for owner_id, sequence in owners:
             row = conn.fetchone(
                 "SELECT payload, origin_branch_id, origin_sequence FROM rewind_events "
                 "WHERE branch_id = ? AND sequence = ?",
