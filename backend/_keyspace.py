@@ -146,10 +146,15 @@ class KeySpace:
         if before is not None:
             check_count(before, "before")
         engine = self._engine
+        # An entry retention kept below its branch's cut has no commit: its time is the
+        # cut's (a database read as it is from before schema 8 has no cuts, nor their table).
+        cut = engine.conn.schema_migrated[1] >= 8
         sql = (
-            "SELECT e.key, e.kind, e.body, e.refs, e.version, e.trigger, c.ts "
-            "FROM rewind_entries e LEFT JOIN rewind_commits c ON c.version = e.version "
-            "WHERE e.branch_id = ? AND e.space = ? AND e.version <= ?"
+            "SELECT e.key, e.kind, e.body, e.refs, e.version, e.trigger, "
+            + ("coalesce(c.ts, h.pruned_at, 0) " if cut else "c.ts ")
+            + "FROM rewind_entries e LEFT JOIN rewind_commits c ON c.version = e.version "
+            + ("LEFT JOIN rewind_horizons h ON h.branch_id = e.branch_id " if cut else "")
+            + "WHERE e.branch_id = ? AND e.space = ? AND e.version <= ?"
         )
         if key is not None:
             sql += " AND e.key = ?"
@@ -186,8 +191,7 @@ class KeySpace:
                         HistoryEntry(
                             key=entry_key,
                             version=entry_version,
-                            # a state kept where retention cut the history: when it cut
-                            timestamp=from_micros(ts if ts is not None else _cut_time(engine)),
+                            timestamp=from_micros(ts),
                             value=None if value is MISSING else value,
                             trigger=None if erased is not None else trigger,
                             deleted=value is MISSING and erased is None,
@@ -199,9 +203,3 @@ class KeySpace:
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self._read(key, None) is not MISSING
-
-
-def _cut_time(engine: Engine) -> int:
-    """The time of a kept entry whose commit retention removed: its branch's cut."""
-    row = engine.conn.fetchone("SELECT max(pruned_at) FROM rewind_horizons")
-    return int(row[0]) if row and row[0] is not None else 0
