@@ -134,17 +134,21 @@ class KeySpace:
         as_of: AsOf,
         limit: int | None = None,
         before: int | None = None,
+        after: int | None = None,
     ) -> list[HistoryEntry]:
         """Every write of ``key`` (of every key if None) this branch sees, oldest first;
-        with ``limit``, the newest ``limit`` only (and only those are read and decoded);
-        with ``before``, only versions older than it (a page's cursor: it may reach into
-        inherited history, below the fork point no ``as_of`` may name)."""
+        with ``limit``, the newest ``limit`` only (and only those are read and decoded),
+        or with ``after`` the oldest; with ``before``, only versions older than it, with
+        ``after`` only newer (a page's cursors: they may reach into inherited history,
+        below the fork point no ``as_of`` may name)."""
         if key is not None:
             check_name(key, "key")
         if limit is not None:
             check_count(limit, "limit")
         if before is not None:
             check_count(before, "before")
+        if after is not None:
+            check_count(after, "after")
         engine = self._engine
         # An entry retention kept below its branch's cut has no commit: its time is the
         # cut's (a database read as it is from before schema 8 has no cuts, nor their table).
@@ -156,12 +160,18 @@ class KeySpace:
             + ("LEFT JOIN rewind_horizons h ON h.branch_id = e.branch_id " if cut else "")
             + "WHERE e.branch_id = ? AND e.space = ? AND e.version <= ?"
         )
+        if after is not None:
+            sql += " AND e.version > ?"
         if key is not None:
             sql += " AND e.key = ?"
-        if limit is None:
-            sql += " ORDER BY e.version, e.key"
-        else:  # newest first, step by step from the branch itself (its rows are newest)
-            sql += " ORDER BY e.version DESC, e.key DESC LIMIT ?"
+        # With a limit and no ``after``, newest first, step by step from the branch itself
+        # (its rows are newest); otherwise oldest first, from the root's rows on.
+        newest_first = limit is not None and after is None
+        sql += (
+            " ORDER BY e.version DESC, e.key DESC" if newest_first else " ORDER BY e.version, e.key"
+        )
+        if limit is not None:
+            sql += " LIMIT ?"
         with engine.conn.lock:
             record = engine.branch(self._branch)
             version = engine.resolve_as_of(record, as_of)
@@ -169,18 +179,22 @@ class KeySpace:
             if before is not None:
                 steps = [(branch_id, min(cap, before - 1)) for branch_id, cap in steps]
             rows: list[tuple[str, list[Any]]] = []
-            for branch_id, cap in steps if limit is not None else reversed(steps):
+            for branch_id, cap in steps if newest_first else reversed(steps):
                 wanted = None if limit is None else limit - sum(len(r) for _, r in rows)
                 if wanted == 0:
                     break
                 params: tuple[object, ...] = (branch_id, self.space, cap)
+                if after is not None:
+                    params += (after,)
                 if key is not None:
                     params += (key,)
                 if wanted is not None:
                     params += (wanted,)
                 found = engine.conn.fetchall(sql, params)
-                rows.append((engine.branch_by_id(branch_id).name, found[::-1] if limit else found))
-            if limit is not None:
+                rows.append(
+                    (engine.branch_by_id(branch_id).name, found[::-1] if newest_first else found)
+                )
+            if newest_first:
                 rows.reverse()  # oldest first, as without a limit
             entries: list[HistoryEntry] = []
             for name, found in rows:

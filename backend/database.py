@@ -114,13 +114,15 @@ class _Primitives:
         readable: bool = False,
         limit: int | None = None,
         before: int | None = None,
+        after: int | None = None,
     ) -> list[KeyVersion]:
         """Every version of one key (``space``: ``kv``, ``json`` or ``state``) this branch
         sees, oldest first, each with the diff from the version before it (``readable``:
         of the values decoded as ``rewinddb.presenters.readable`` shows them); with ``limit``, the
         newest ``limit`` only (each still diffed against the one before it); with
         ``before``, only versions older than it (the cursor of a paged history: pass the
-        oldest version of one page to get the next)."""
+        oldest version of one page to get the next); with ``after``, only versions newer
+        than it, and ``limit`` keeps the oldest (a page read forwards)."""
         check_flag(readable, "readable")
         spaces = {"kv": self.kv, "json": self.json, "state": self.state}
         if space not in spaces:
@@ -129,6 +131,11 @@ class _Primitives:
             )
         if limit is not None:
             check_count(limit, "limit")
+        if after is not None:
+            check_count(after, "after")
+            newer = spaces[space]._history(key, as_of, limit, before, after)
+            base = spaces[space]._history(key, as_of, 1, after + 1)  # what the first changed
+            return key_versions(space, base + newer, readable=readable)[len(base) :]
         entries = spaces[space]._history(key, as_of, None if limit is None else limit + 1, before)
         versions = key_versions(space, entries, readable=readable)
         if limit is None:
@@ -172,14 +179,17 @@ class BranchView(_Primitives):
             readable=readable,
         )
 
-    def commits(self, *, before: int | None = None, limit: int | None = None) -> list[Commit]:
+    def commits(
+        self, *, before: int | None = None, after: int | None = None, limit: int | None = None
+    ) -> list[Commit]:
         """The commits this branch's state is made of, newest first: its own, then its
         ancestors' up to each fork point (``Commit.branch`` says whose); ``before``:
-        only versions older than it (a paged list's cursor)."""
+        only versions older than it, ``after``: only newer (a paged list's cursors).
+        ``limit`` keeps the newest that many, or with ``after`` the oldest."""
         engine = self._db._engine
         with engine.conn.lock, engine.conn.snapshot():
             record = engine.branch(self.branch)
-            return lineage_commits(engine, record, before=before, limit=limit)
+            return lineage_commits(engine, record, before=before, after=after, limit=limit)
 
     def commit_count(self, *, before: int | None = None) -> int:
         """How many commits ``commits(before=before)`` would list."""
@@ -320,17 +330,22 @@ class Database(_Primitives):
         as_of_a: AsOf = None,
         as_of_b: AsOf = None,
         readable: bool = False,
+        events: bool = True,
     ) -> Diff:
         """The structured diff from branch ``a`` (at ``as_of_a``) to ``b`` (at ``as_of_b``).
         With ``readable``, values LangGraph's serde encoded are compared decoded
-        (``rewinddb.presenters.readable``), so paths and values name what a person reads."""
+        (``rewinddb.presenters.readable``), so paths and values name what a person reads;
+        ``events=False`` leaves the events out (the state's changes only)."""
         check_flag(readable, "readable")
+        check_flag(events, "events")
         engine = self._engine
         with engine.conn.lock:
             record_a, record_b = engine.branch(a), engine.branch(b)
             version_a = engine.resolve_as_of(record_a, as_of_a)
             version_b = engine.resolve_as_of(record_b, as_of_b)
-            return diff_points(engine, record_a, version_a, record_b, version_b, readable=readable)
+            return diff_points(
+                engine, record_a, version_a, record_b, version_b, readable=readable, events=events
+            )
 
     def common_point(self, a: str, b: str, *, as_of_a: AsOf = None, as_of_b: AsOf = None) -> Point:
         """The newest point both ``a`` (at ``as_of_a``) and ``b`` (at ``as_of_b``) see

@@ -221,9 +221,11 @@ def diff_points(
     version_b: int,
     *,
     readable: bool = False,
+    events: bool = True,
 ) -> Diff:
     """The structured diff from (a, version_a) to (b, version_b); versions are resolved.
-    With ``readable``, values are compared as ``rewinddb.presenters.readable`` shows them."""
+    With ``readable``, values are compared as ``rewinddb.presenters.readable`` shows them;
+    without ``events``, the events are left out."""
     ranges_a = engine.ranges(a, version_a)
     ranges_b = engine.ranges(b, version_b)
     changes: list[Change] = []
@@ -232,7 +234,8 @@ def diff_points(
         old = engine.read_value(a, version_a, space, key)
         new = engine.read_value(b, version_b, space, key)
         changes += _diff(space, key, old, new, memo)
-    changes += _event_changes(engine, ranges_a, ranges_b, memo)
+    if events:
+        changes += _event_changes(engine, ranges_a, ranges_b, memo)
     return Diff(Point(a.name, version_a), Point(b.name, version_b), changes)
 
 

@@ -211,8 +211,9 @@ CODES: Mapping[str, ErrorCode] = _registry(
     (
         "invalid.after",
         422,
-        "`after=` is not a non-negative int (a sequence number)",
-        "`InvalidInputError`: `events.list`",
+        "`after=` is not a non-negative int (a sequence number, or for steps, commits and "
+        "key histories a version)",
+        "`InvalidInputError`: `events.list`, `commits`, `key_history`, presenters' `steps`",
     ),
     (
         "invalid.version",
@@ -302,8 +303,8 @@ CODES: Mapping[str, ErrorCode] = _registry(
     (
         "invalid.events",
         422,
-        "`events=` is not `skip` or `append`",
-        "`InvalidInputError`: `branches.merge`",
+        "`events=` is not `skip` or `append` (merge), or not True or False (diff)",
+        "`InvalidInputError`: `branches.merge`, `diff`",
     ),
     (
         "invalid.event_log",

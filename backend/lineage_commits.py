@@ -37,6 +37,8 @@ _NEWEST_VERSIONS = (
     "ORDER BY version DESC LIMIT ?) c"
     ") own ORDER BY version DESC LIMIT ?"
 )
+#: The oldest ``n`` of them, each source walking its index forwards (a page after a cursor).
+_OLDEST_VERSIONS = _NEWEST_VERSIONS.replace("DESC", "ASC")
 
 
 @dataclass(frozen=True)
@@ -60,21 +62,35 @@ def _steps(engine: Engine, record: BranchRecord, before: int | None) -> list[tup
 
 
 def lineage_commits(
-    engine: Engine, record: BranchRecord, *, before: int | None = None, limit: int | None = None
+    engine: Engine,
+    record: BranchRecord,
+    *,
+    before: int | None = None,
+    after: int | None = None,
+    limit: int | None = None,
 ) -> list[Commit]:
-    """The commits ``record`` sees, newest first, older than version ``before``."""
+    """The commits ``record`` sees, newest first, older than version ``before`` and newer
+    than ``after``; ``limit`` keeps the newest that many, or the oldest with ``after``
+    (a page read forwards from a cursor)."""
     if before is not None:
         check_count(before, "before")
+    if after is not None:
+        check_count(after, "after")
     if limit is not None:
         check_count(limit, "limit")
+    steps = _steps(engine, record, before)
+    if after is not None:
+        steps = [(branch_id, max(low, after), high) for branch_id, low, high in steps]
+        steps = [step for step in reversed(steps) if step[1] < step[2]]  # oldest first
     versions: list[int] = []
-    for branch_id, low, high in _steps(engine, record, before):
+    for branch_id, low, high in steps:
         if limit is None:
             sql = f"SELECT version FROM ({_OWN_VERSIONS}) own ORDER BY version DESC"
             params: list[Any] = [branch_id, low, high] * 3
         else:
             wanted = limit - len(versions)
-            sql, params = _NEWEST_VERSIONS, [branch_id, low, high, wanted] * 3 + [wanted]
+            paged = _OLDEST_VERSIONS if after is not None else _NEWEST_VERSIONS
+            sql, params = paged, [branch_id, low, high, wanted] * 3 + [wanted]
         versions += [row[0] for row in engine.conn.fetchall(sql, params)]
         if limit is not None and len(versions) >= limit:
             break

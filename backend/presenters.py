@@ -161,12 +161,14 @@ class Summary:
 
 @dataclass(frozen=True)
 class StepPage:
-    """Up to ``limit`` steps older than a cursor, oldest first; ``older`` is the cursor
-    (a version) of the page before, or None when this page reaches the start."""
+    """Up to ``limit`` steps before (or after) a cursor, oldest first; ``older`` is the
+    cursor (a version) of the page before, or None when this page reaches the start, and
+    ``newer`` the cursor of the page after, or None when it reaches the newest step."""
 
     steps: tuple[Step, ...]
     older: int | None
     total: int
+    newer: int | None = None
 
 
 @dataclass(frozen=True)
@@ -239,23 +241,33 @@ class Presenter(Decoder):
     # -- steps -------------------------------------------------------------------
 
     def steps(
-        self, db: Database, branch: str, *, before: int | None = None, limit: int = STEPS_PAGE
+        self,
+        db: Database,
+        branch: str,
+        *,
+        before: int | None = None,
+        after: int | None = None,
+        limit: int = STEPS_PAGE,
     ) -> StepPage:
         """The newest ``limit`` steps of ``branch`` older than version ``before`` (None:
-        the newest), oldest first; inherited steps are included, marked ``inherited``."""
+        the newest), oldest first; with ``after``, the oldest ``limit`` newer than version
+        ``after`` (a page read forwards). Inherited steps are included, marked
+        ``inherited``."""
         view = db.at(branch)
         with db.read():
-            commits = view.commits(before=before, limit=limit + 1)
+            commits = view.commits(before=before, after=after, limit=limit + 1)
             total = view.commit_count()
-            page = commits[:limit]
+            # Newest first: the extra commit read is the oldest, or with ``after`` the newest.
+            page = commits[:limit] if after is None else commits[max(len(commits) - limit, 0) :]
             # A step's number is how many commits the branch sees before it.
             first = view.commit_count(before=page[-1].version) if page else 0
             steps = [
                 self._commit_step(db, branch, commit, first + index)
                 for index, commit in enumerate(reversed(page))
             ]
-            older = page[-1].version if len(commits) > limit else None
-            return StepPage(tuple(steps), older, total)
+            older = page[-1].version if first else None
+            newer = page[0].version if page and first + len(page) < total else None
+            return StepPage(tuple(steps), older, total, newer)
 
     def step(self, db: Database, branch: str, version: int) -> Step:
         """The step of ``branch`` at ``version`` (a ``not_found.step`` error if no step

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import presenters
+from ._values import same
 from .diff import Change, Point
-from .events import EventLogDiff, diff_event_logs
-from .models import Branch
+from .models import Branch, Event
 from .presenters import (
     STEPS_PAGE,
     Fork,
@@ -35,8 +35,12 @@ from .presenters import (
 if TYPE_CHECKING:
     from .database import Database
 
-#: Steps a comparison reads of each side, at most, to find the first that differs.
+#: Steps after the shared point a comparison compares, at most, to find the first that
+#: differs (steps are read a page at a time, and only until they differ).
 COMPARE_STEPS = 2000
+#: The first page of steps a comparison reads of each side (pages then double, up to
+#: ``STEPS_PAGE``): attempts most often part at their first step.
+_FIRST_PAGE = 4
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,28 @@ class Attempt:
 
 
 @dataclass(frozen=True)
+class LogSplit:
+    """Where two event logs part, events compared by what they say (type and payload):
+    how many both begin with, each log's length, and each side's first event after
+    those (None where a log ends there)."""
+
+    common_prefix: int
+    length_a: int
+    length_b: int
+    first_a: Event | None
+    first_b: Event | None
+
+    @property
+    def identical(self) -> bool:
+        return self.length_a == self.length_b == self.common_prefix
+
+    @property
+    def differing(self) -> int:
+        """Events after the common prefix, both sides together."""
+        return self.length_a + self.length_b - 2 * self.common_prefix
+
+
+@dataclass(frozen=True)
 class StoryComparison(_DiffRows):
     """Two attempts side by side: their summaries (outcomes), the point their histories
     share, and from there the steps each took. Steps after that point that did the same
@@ -112,12 +138,13 @@ class StoryComparison(_DiffRows):
     """Steps after ``shared`` that both sides took alike, before they part."""
     first_a: Step | None
     first_b: Step | None
-    events: EventLogDiff
+    events: LogSplit
     compared_all: bool
-    """False when a side took more than ``COMPARE_STEPS`` steps after ``shared`` (only
-    the oldest that many were compared)."""
+    """False when the first ``COMPARE_STEPS`` steps after ``shared`` were alike and a
+    side took more (those were not compared)."""
     rows: tuple[DiffRow, ...] = ()
-    """The state diff from a to b, labelled and set apart as ``b``'s presenter says."""
+    """The state diff from a to b (the events left out: ``events`` compares the logs),
+    labelled and set apart as ``b``'s presenter says."""
     point_a: Point | None = None
     point_b: Point | None = None
     """The two points compared, their versions resolved (a head is its version then)."""
@@ -315,39 +342,111 @@ def step_detail(db: Database, branch: str, version: int) -> StepDetail:
 def compare_stories(
     db: Database, a: tuple[str, int | None], b: tuple[str, int | None]
 ) -> StoryComparison:
-    """Two points (branch, version; None for its head) as two attempts."""
+    """Two points (branch, version; None for its head) as two attempts. Steps and events
+    are read from the shared point on, and only until the sides part, so a comparison
+    costs what the attempts have in common after it, not their lengths."""
     with db.read():
         shared = db.common_point(a[0], b[0], as_of_a=a[1], as_of_b=b[1])
-        sides = []
-        complete = True
-        for branch, version in (a, b):
-            record = db.branches.get(branch)
-            presenter = presenters.presenter_for(record)
-            steps, whole = _steps_after(db, presenter, branch, version, shared.version)
-            complete = complete and whole
-            sides.append((presenter, presenter.summary(db, record, as_of=version), steps))
-        (presenter_a, summary_a, steps_a), (presenter_b, summary_b, steps_b) = sides
-        same = 0
-        for left, right in zip(steps_a, steps_b, strict=False):
-            if presenter_a.fingerprint(db, left) != presenter_b.fingerprint(db, right):
-                break
-            same += 1
-        log_a = db.at(a[0]).events.list(as_of=a[1])
-        log_b = db.at(b[0]).events.list(as_of=b[1])
-        diff = db.diff(a[0], b[0], as_of_a=a[1], as_of_b=b[1], readable=True)
+        records = [db.branches.get(a[0]), db.branches.get(b[0])]
+        tellers = [presenters.presenter_for(record) for record in records]
+        summaries = [
+            teller.summary(db, record, as_of=point[1])
+            for teller, record, point in zip(tellers, records, (a, b), strict=True)
+        ]
+        same_after, first_a, first_b, complete = _where_steps_part(db, tellers, a, b, shared)
+        diff = db.diff(a[0], b[0], as_of_a=a[1], as_of_b=b[1], readable=True, events=False)
         return StoryComparison(
-            summary_a,
-            summary_b,
+            summaries[0],
+            summaries[1],
             shared,
-            same,
-            steps_a[same] if same < len(steps_a) else None,
-            steps_b[same] if same < len(steps_b) else None,
-            diff_event_logs(log_a, log_b),
+            same_after,
+            first_a,
+            first_b,
+            _where_logs_part(db, a, b, shared),
             complete,
-            _rows(presenter_b, diff.changes),
+            _rows(tellers[1], diff.changes),
             diff.a,
             diff.b,
         )
+
+
+class _Steps:
+    """One side's steps after the shared point, oldest first, read a page at a time."""
+
+    def __init__(self, db: Database, teller: Presenter, point: tuple[str, int | None], after: int):
+        self._db, self._teller, self._branch = db, teller, point[0]
+        self._before = None if point[1] is None else point[1] + 1
+        self._after, self._page, self._ended = after, _FIRST_PAGE, False
+        self._read: list[Step] = []
+
+    def next(self) -> Step | None:
+        if not self._read and not self._ended:
+            page = self._teller.steps(
+                self._db, self._branch, before=self._before, after=self._after, limit=self._page
+            )
+            self._read = [step for step in page.steps if step.version > self._after]
+            self._ended = len(page.steps) < self._page
+            if self._read:
+                self._after = self._read[-1].version
+            self._page = min(self._page * 2, STEPS_PAGE)
+        return self._read.pop(0) if self._read else None
+
+
+def _where_steps_part(
+    db: Database,
+    tellers: list[Presenter],
+    a: tuple[str, int | None],
+    b: tuple[str, int | None],
+    shared: Point,
+) -> tuple[int, Step | None, Step | None, bool]:
+    """(steps alike after ``shared``, the first step of a and of b after them, whether
+    everything was compared): steps are alike when their presenters' fingerprints are."""
+    side_a = _Steps(db, tellers[0], a, shared.version)
+    side_b = _Steps(db, tellers[1], b, shared.version)
+    alike = 0
+    while True:
+        left, right = side_a.next(), side_b.next()
+        if left is None or right is None:
+            return alike, left, right, True
+        if alike == COMPARE_STEPS:
+            return alike, None, None, False
+        if tellers[0].fingerprint(db, left) != tellers[1].fingerprint(db, right):
+            return alike, left, right, True
+        alike += 1
+
+
+def _where_logs_part(
+    db: Database, a: tuple[str, int | None], b: tuple[str, int | None], shared: Point
+) -> LogSplit:
+    """The two logs compared from the events the shared point holds (both logs hold
+    exactly those) on, a page at a time, until an event differs or a log ends."""
+    log_a, log_b = db.at(a[0]).events, db.at(b[0]).events
+    length_a, length_b = log_a.length(as_of=a[1]), log_b.length(as_of=b[1])
+    common = 0
+    if shared.version and db.branches.exists(shared.branch):
+        common = db.at(shared.branch).events.length(as_of=shared.version)
+    common = min(common, length_a, length_b)
+    page = _FIRST_PAGE
+    while True:
+        after = common - 1 if common else None
+        left = [item.event for item in log_a.list(as_of=a[1], after=after, limit=page)]
+        right = [item.event for item in log_b.list(as_of=b[1], after=after, limit=page)]
+        for event_a, event_b in zip(left, right, strict=False):
+            if event_a.event_type != event_b.event_type or not same(
+                event_a.payload, event_b.payload
+            ):
+                return LogSplit(common, length_a, length_b, event_a, event_b)
+            common += 1
+        if len(left) < page or len(right) < page:
+            rest_a, rest_b = left[len(right) :], right[len(left) :]
+            return LogSplit(
+                common,
+                length_a,
+                length_b,
+                rest_a[0] if rest_a else None,
+                rest_b[0] if rest_b else None,
+            )
+        page = min(page * 2, 1024)
 
 
 def _rows(presenter: Presenter, changes: list[Change]) -> tuple[DiffRow, ...]:
@@ -355,22 +454,3 @@ def _rows(presenter: Presenter, changes: list[Change]) -> tuple[DiffRow, ...]:
         DiffRow(change, presenter.key_label(change.primitive, change.key), presenter.hidden(change))
         for change in changes
     )
-
-
-def _steps_after(
-    db: Database, presenter: Presenter, branch: str, version: int | None, after: int
-) -> tuple[list[Step], bool]:
-    """The steps of ``branch`` up to ``version`` newer than version ``after``, oldest
-    first (at most ``COMPARE_STEPS``: the oldest ones), and whether that is all."""
-    pages: list[tuple[Step, ...]] = []
-    before = None if version is None else version + 1
-    read, reached = 0, False
-    while not reached and read < 2 * COMPARE_STEPS:
-        page = presenter.steps(db, branch, before=before, limit=STEPS_PAGE)
-        newer = tuple(step for step in page.steps if step.version > after)
-        pages.append(newer)
-        read += len(newer)
-        reached = len(newer) < len(page.steps) or page.older is None
-        before = page.older
-    steps = [step for page_steps in reversed(pages) for step in page_steps]
-    return steps[:COMPARE_STEPS], reached and len(steps) <= COMPARE_STEPS

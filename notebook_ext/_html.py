@@ -349,14 +349,16 @@ def comparison_html(comparison: StoryComparison, a: str, b: str) -> str:
     if events.identical:
         lead += f"<div>Event logs: the same {plural(events.common_prefix, 'event')}.</div>"
     else:
-        first = events.only_a[0] if events.only_a else events.only_b[0]
-        side = a if events.only_a else b
+        first = events.first_a or events.first_b
+        side = a if events.first_a else b
+        assert first is not None  # logs that are not identical part somewhere
+        only_a = events.length_a - events.common_prefix
+        only_b = events.length_b - events.common_prefix
         lead += (
             f"<div>Event logs: {plural(events.common_prefix, 'event')} in common; "
             f"the first that differs is <code>{escape(first.event_type)}</code> "
             f"#{first.sequence} of {escape(side)} "
-            f"({len(events.only_a)} only in {escape(a)}, {len(events.only_b)} only in "
-            f"{escape(b)}).</div>"
+            f"({only_a} only in {escape(a)}, {only_b} only in {escape(b)}).</div>"
         )
     if not comparison.compared_all:
         lead += message("Only the oldest steps after the shared point were compared.")

@@ -379,23 +379,18 @@ def compare(db: rewinddb.Database, a: str, b: str, *, readable: bool = False) ->
         version_b = db.version if as_of_b is None else as_of_b
         told = story.compare_stories(db, (branch_a, version_a), (branch_b, version_b))
         split = told.events
-        length_a = split.common_prefix + len(split.only_a)
-        length_b = split.common_prefix + len(split.only_b)
         shown_from = max(split.common_prefix - 3, 0)  # a little shared context
         rows = told.rows
         if not readable:  # the values as stored, set apart as the comparison's rows are
-            raw = db.diff(branch_a, branch_b, as_of_a=version_a, as_of_b=version_b)
+            raw = db.diff(branch_a, branch_b, as_of_a=version_a, as_of_b=version_b, events=False)
             presenter = story.presenter_of(db, branch_b)
             rows = tuple(
                 DiffRow(c, presenter.key_label(c.primitive, c.key), presenter.hidden(c))
                 for c in raw.changes
             )
         state_rows = [
-            {**row.change.to_dict(), "label": row.label, "hidden": row.hidden}
-            for row in rows
-            if row.change.primitive != "events"
+            {**row.change.to_dict(), "label": row.label, "hidden": row.hidden} for row in rows
         ]
-        events_left_out = len(rows) - len(state_rows)
         state = {
             "a": {"branch": branch_a, "version": version_a},
             "b": {"branch": branch_b, "version": version_b},
@@ -403,19 +398,19 @@ def compare(db: rewinddb.Database, a: str, b: str, *, readable: bool = False) ->
             "changes": state_rows,
         }
         return {
-            "a": {"branch": branch_a, "version": version_a, "events": length_a},
-            "b": {"branch": branch_b, "version": version_b, "events": length_b},
+            "a": {"branch": branch_a, "version": version_a, "events": split.length_a},
+            "b": {"branch": branch_b, "version": version_b, "events": split.length_b},
             "common_prefix": split.common_prefix,
             "first_divergent": {
-                "a": split.only_a[0].sequence if split.only_a else None,
-                "b": split.only_b[0].sequence if split.only_b else None,
+                "a": split.first_a.sequence if split.first_a else None,
+                "b": split.first_b.sequence if split.first_b else None,
             },
             "shown_from": shown_from,
             "log_a": _log_rows(db, branch_a, version_a, shown_from),
             "log_b": _log_rows(db, branch_b, version_b, shown_from),
             "log_limit": LOG_LIMIT,
             "diff": state,
-            "diff_events_left_out": events_left_out,
+            "diff_events_left_out": split.differing,
             "comparison": told,
         }
 

@@ -366,27 +366,23 @@ class LangGraphPresenter(Presenter):
         branch: str,
         *,
         before: int | None = None,
+        after: int | None = None,
         limit: int = STEPS_PAGE,
     ) -> StepPage:
-        """One step per checkpoint, the newest ``limit`` older than version ``before``."""
+        """One step per checkpoint, the newest ``limit`` older than version ``before``
+        (with ``after``, the oldest ``limit`` newer than version ``after``)."""
         if branch == _names.INDEX_BRANCH:
-            return super().steps(db, branch, before=before, limit=limit)
+            return super().steps(db, branch, before=before, after=after, limit=limit)
         _check_count(limit, "limit", minimum=1)
         if before is not None:
             _check_count(before, "before")
+        if after is not None:
+            _check_count(after, "after")
         view = db.at(branch)
         with db.read():
-            if before is None:
-                entries = view.kv.history(_names.CHECKPOINT_KEY, limit=limit + 1)
-            else:
-                found = view.key_history(
-                    "kv", _names.CHECKPOINT_KEY, limit=limit + 1, before=before
-                )
-                entries = [version.entry for version in found]
-            records = [record for entry in entries if (record := _record(entry)) is not None]
-            if not records and before is None and not self._has_checkpoints(view):
-                return super().steps(db, branch, before=before, limit=limit)
-            parent, page = (records[0], records[1:]) if len(records) > limit else (None, records)
+            parent, page = self._page(view, before, after, limit)
+            if not page and parent is None and not self._has_checkpoints(view):
+                return super().steps(db, branch, before=before, after=after, limit=limit)
             writes = self._writes(db, parent or (page[0] if page else None), page)
             memo: dict[Any, Any] = {}
             steps = []
@@ -395,13 +391,40 @@ class LangGraphPresenter(Presenter):
                 steps.append(self._step(db, branch, record, previous, writes, memo))
                 previous = record
             older = page[0].version if parent is not None else None
-            head = page[-1] if page and before is None else self._newest(view)
+            head = page[-1] if page and before is None and after is None else self._newest(view)
             total = len(steps)
             if head is not None and page:
                 newer = max(head.number - page[-1].number, 0)
                 first = page[0].number if older is None else -1
                 total = max(head.number - first + 1, len(steps) + newer + (older is not None))
-            return StepPage(tuple(steps), older, total)
+            later = (
+                page[-1].version
+                if page and head is not None and head.version > page[-1].version
+                else None
+            )
+            return StepPage(tuple(steps), older, total, later)
+
+    def _page(
+        self, view: rewinddb.BranchView, before: int | None, after: int | None, limit: int
+    ) -> tuple[_Record | None, list[_Record]]:
+        """The checkpoints of one page of ``steps`` (oldest first) and the one before it."""
+        if after is not None:
+            found = view.key_history(
+                "kv", _names.CHECKPOINT_KEY, limit=limit, before=before, after=after
+            )
+            page = [record for item in found if (record := _record(item.entry)) is not None]
+            if not page:
+                return None, []
+            earlier = view.key_history("kv", _names.CHECKPOINT_KEY, limit=1, before=page[0].version)
+            parents = [record for item in earlier if (record := _record(item.entry)) is not None]
+            return (parents[-1] if parents else None), page
+        if before is None:
+            entries = view.kv.history(_names.CHECKPOINT_KEY, limit=limit + 1)
+        else:
+            found = view.key_history("kv", _names.CHECKPOINT_KEY, limit=limit + 1, before=before)
+            entries = [version.entry for version in found]
+        records = [record for entry in entries if (record := _record(entry)) is not None]
+        return (records[0], records[1:]) if len(records) > limit else (None, records)
 
     def _has_checkpoints(self, view: rewinddb.BranchView) -> bool:
         return bool(view.kv.history(_names.CHECKPOINT_KEY, limit=1))

@@ -226,6 +226,8 @@ def test_more_bad_arguments(db, refused) -> None:  # type: ignore[no-untyped-def
             db.diff("default", "run", readable=flag)  # type: ignore[arg-type]
         with refused(db, rewinddb.InvalidInputError, "invalid.readable"):
             db.key_history("kv", "k", readable=flag)  # type: ignore[arg-type]
+        with refused(db, rewinddb.InvalidInputError, "invalid.events"):
+            db.diff("default", "run", events=flag)  # type: ignore[arg-type]
     deep_path = "$" + ".a" * 100
     with refused(db, rewinddb.InvalidValueError, "invalid.value"):
         db.json.set("doc", deep_path, [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]])

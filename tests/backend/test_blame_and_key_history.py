@@ -62,6 +62,26 @@ def test_key_history_has_structural_diffs(db: rewinddb.Database) -> None:
     assert versions[0].to_dict()["changes"][0]["new"] == {"items": [1]}
 
 
+def test_key_history_reads_forwards_after_a_version(db: rewinddb.Database) -> None:
+    for value in range(5):
+        db.kv.put("k", value)  # versions 1-5
+    db.branches.fork("default", "run")
+    for value in range(5, 8):
+        db.at("run").kv.put("k", value)  # versions 6-8, the first three inherited
+    run = db.at("run")
+    ahead = run.key_history("kv", "k", after=3, limit=4)
+    assert [v.entry.version for v in ahead] == [4, 5, 6, 7]
+    assert [v.entry.branch for v in ahead] == ["default", "default", "run", "run"]
+    assert [(c.old, c.new) for c in ahead[0].changes] == [(2, 3)]  # from the one before
+    assert [v.entry.version for v in run.key_history("kv", "k", after=5, before=8)] == [6, 7]
+    assert [v.entry.version for v in run.key_history("kv", "k", after=0, limit=2)] == [1, 2]
+    assert run.key_history("kv", "k", after=8) == []
+    for bad in (-1, "3", True):
+        with pytest.raises(rewinddb.InvalidInputError) as info:
+            run.key_history("kv", "k", after=bad)  # type: ignore[arg-type]
+        assert info.value.code == "invalid.after"
+
+
 def test_key_history_of_state_and_bad_space(db: rewinddb.Database) -> None:
     db.state.set("phase", "a")
     db.state.set("phase", "b")

@@ -124,6 +124,20 @@ def test_generic_presenter_describes_an_attempt(db: rewinddb.Database) -> None:
     assert [s.number for s in older.steps] == [2, 3] and older.older == 4
     rest = presenter.steps(db, "run", before=older.older, limit=2)
     assert [s.number for s in rest.steps] == [0, 1] and rest.older is None
+    assert rest.newer == 3 and older.newer is None
+    # Read forwards: the oldest steps after a version, the next page's cursor in ``newer``.
+    forwards = presenter.steps(db, "run", after=1, limit=2)
+    assert [s.number for s in forwards.steps] == [1, 2] and forwards.older == 3
+    assert forwards.newer == 4 and forwards.total == 4
+    last = presenter.steps(db, "run", after=forwards.newer, limit=2)
+    assert [s.number for s in last.steps] == [3] and last.newer is None
+    assert presenter.steps(db, "run", after=0, before=4).steps == page.steps[:2]
+    assert presenter.steps(db, "run", after=5).steps == ()
+    assert [c.version for c in db.at("run").commits(after=1, limit=2)] == [4, 3]
+    for bad in (-1, "1", 1.5):
+        with pytest.raises(rewinddb.InvalidInputError) as raised:
+            presenter.steps(db, "run", after=bad)  # type: ignore[arg-type]
+        assert raised.value.code == "invalid.after"
     assert presenter.step(db, "run", 3) == page.steps[1]
     with pytest.raises(presenters.StepNotFound) as raised:
         presenter.step(db, "run", 2)  # default's commit after the fork: not run's

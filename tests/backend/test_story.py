@@ -60,22 +60,89 @@ def test_two_attempts_that_began_alike_share_their_first_steps(db: rewinddb.Data
     assert compared.events.common_prefix == 1
     assert (compared.a.outcome, compared.b.outcome) == ('{"score":90}', '{"score":45}')
     assert compared.compared_all
-    first, *events = compared.visible
+    (first,) = compared.visible  # the state only: the logs are compared on their own
     assert (first.label, first.change.path, first.change.old, first.change.new) == (
         "portfolio",
         "$.stocks",
         20,
         90,
     )
-    assert {(r.change.primitive, r.change.kind) for r in events} == {
-        ("events", "removed"),
-        ("events", "added"),
-    }
+    split = compared.events
+    assert (split.length_a, split.length_b, split.differing) == (2, 2, 2)
+    assert split.first_a is not None and split.first_a.payload == {"score": 90}
+    assert split.first_b is not None and split.first_b.payload == {"score": 45}
     assert compared.hidden_count == 0
     assert compared.point_a == rewinddb.Point("run-1", db.version)  # now, on its branch
     assert compared.point_b == rewinddb.Point("run-3", db.version)
     same = story.compare_stories(db, ("run-1", None), ("run-1", None))
     assert (same.first_a, same.first_b) == (None, None)
+    assert same.events.identical and same.events.first_a is None
+
+
+def long_attempts(db: rewinddb.Database, alike: int, then: int) -> None:
+    """Two forks of one start that take ``alike`` steps alike (each an event and a
+    write), then part: ``long`` takes ``then`` more steps, ``short`` one other step."""
+    db.kv.put("start", 0)
+    for name in ("long", "short"):
+        db.branches.fork("default", name)
+        view = db.at(name)
+        for step in range(alike):
+            with view.transaction():
+                view.events.append("tool.call", {"step": step})
+                view.kv.put("step", step)
+    for step in range(then):
+        db.at("long").events.append("tool.call", {"long": step})
+    db.at("short").events.append("run.end", {"answer": "short"})
+
+
+def test_a_comparison_pages_through_what_is_alike(db: rewinddb.Database) -> None:
+    long_attempts(db, alike=70, then=3)  # past the first pages of steps and events
+    compared = story.compare_stories(db, ("long", None), ("short", None))
+    assert compared.shared == rewinddb.Point("default", 1)
+    assert compared.same_after == 70 and compared.compared_all
+    assert compared.first_a is not None and compared.first_a.label == "tool.call"
+    assert compared.first_b is not None and compared.first_b.label == "run.end"
+    split = compared.events
+    assert (split.common_prefix, split.length_a, split.length_b) == (70, 73, 71)
+    assert split.first_a is not None and split.first_a.payload == {"long": 0}
+    assert split.first_b is not None and split.first_b.payload == {"answer": "short"}
+    # One side a prefix of the other: the longer one's next event is where they part.
+    db.branches.fork("long", "longer", at=compared.first_a.version - 1)
+    db.at("longer").events.append("extra")
+    prefix = story.compare_stories(db, ("long", compared.first_a.version - 1), ("longer", None))
+    assert prefix.events.first_a is None and prefix.events.first_b is not None
+    assert prefix.events.first_b.event_type == "extra" and prefix.events.common_prefix == 70
+
+
+def test_a_comparison_reads_only_until_the_attempts_part(
+    db: rewinddb.Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    long_attempts(db, alike=1, then=400)
+    made: list[int] = []
+    build = Presenter._commit_step
+
+    def counted(self: Presenter, *args: Any) -> Any:
+        made.append(1)
+        return build(self, *args)
+
+    monkeypatch.setattr(Presenter, "_commit_step", counted)
+    compared = story.compare_stories(db, ("long", None), ("short", None))
+    assert compared.same_after == 1 and compared.first_b is not None
+    assert len(made) < 20  # a page or two of each side, not the long side's 401 steps
+
+
+def test_a_comparison_stops_after_compare_steps_alike(
+    db: rewinddb.Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    long_attempts(db, alike=12, then=0)
+    monkeypatch.setattr(story, "COMPARE_STEPS", 5)
+    compared = story.compare_stories(db, ("long", None), ("short", None))
+    assert (compared.same_after, compared.first_a, compared.first_b) == (5, None, None)
+    assert not compared.compared_all
+    monkeypatch.setattr(story, "COMPARE_STEPS", 13)  # all alike, then one side ends
+    whole = story.compare_stories(db, ("long", None), ("short", None))
+    assert whole.compared_all and whole.same_after == 12 and whole.first_a is None
+    assert whole.first_b is not None and whole.first_b.label == "run.end"
 
 
 class Bookkeeping(Presenter):

@@ -53,6 +53,19 @@ def _all_steps(db: rewinddb.Database, branch: str, limit: int = 7) -> list[prese
         before = page.older
 
 
+def _steps_forwards(db: rewinddb.Database, branch: str, limit: int = 5) -> list[presenters.Step]:
+    """Every step of ``branch``, oldest first, read forwards page by page (``after``)."""
+    steps: list[presenters.Step] = []
+    after = 0
+    while True:
+        page = PRESENTER.steps(db, branch, after=after, limit=limit)
+        steps += page.steps
+        if page.newer is None:
+            return steps
+        assert page.newer == page.steps[-1].version
+        after = page.newer
+
+
 def _step_with_call(steps: list[presenters.Step], name: str) -> presenters.Step:
     return next(s for s in steps if any(c.name == name for m in s.messages for c in m.tool_calls))
 
@@ -126,6 +139,11 @@ def test_steps_are_checkpoints_labelled_by_the_nodes_that_ran(
     assert [s.number for s in steps] == list(range(-1, len(steps) - 1))
     page = PRESENTER.steps(react_db, react.main_branch, limit=7)
     assert page.total == len(steps) and len(page.steps) == 7 and page.older == steps[-7].version
+    for branch in (react.main_branch, react.fork_branch):  # forwards: the same steps
+        assert _steps_forwards(react_db, branch) == _all_steps(react_db, branch)
+    ahead = PRESENTER.steps(react_db, react.main_branch, after=steps[2].version, limit=3)
+    assert ahead.steps == tuple(steps[3:6]) and ahead.older == steps[3].version
+    assert ahead.total == page.total and ahead.newer == steps[5].version
     assert {s.label for s in steps} == {"input", "start", "agent", "tools", "approve"}
     first, started = steps[:2]  # the input, then __start__ puts it in the channels
     assert (first.source, first.label, first.nodes, first.messages) == ("input", "input", (), ())
