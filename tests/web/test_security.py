@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 import rewinddb
 from rewinddb.cli import build_parser
 from rewinddb.web import create_app
+from rewinddb.web.security import CONTENT_SECURITY_POLICY
 from rewinddb.web.urls import tilde_encode
 
 EVIL = [
@@ -109,6 +110,30 @@ def test_every_response_has_a_content_security_policy(evil_client: TestClient) -
         "access-control-allow-origin"
         not in evil_client.get("/.json", headers={"Origin": "http://evil.example"}).headers
     )
+
+
+def test_every_kind_of_response_carries_the_security_headers(evil_client: TestClient) -> None:
+    """Pages, fragments, JSON, assets, errors (a 404, a refused host) and gzipped bodies
+    each get the four headers once."""
+    wanted = {
+        "content-security-policy": CONTENT_SECURITY_POLICY,
+        "x-content-type-options": "nosniff",
+        "referrer-policy": "same-origin",
+        "x-frame-options": "DENY",
+    }
+    answers = [
+        evil_client.get("/", headers={"Accept-Encoding": "gzip"}),
+        evil_client.get("/fragments/overview", headers={"HX-Request": "true"}),
+        evil_client.get("/api/branches"),
+        evil_client.get("/static/app.js"),
+        evil_client.get("/branches/nope"),
+        evil_client.get("/", headers={"Host": "evil.example"}),
+    ]
+    assert [answer.status_code for answer in answers] == [200, 200, 200, 200, 404, 421]
+    assert answers[0].headers["content-encoding"] == "gzip"
+    for answer in answers:
+        for name, value in wanted.items():
+            assert answer.headers.get_list(name) == [value], (answer.url, name)
 
 
 def test_read_only_by_default(demo_path: Path) -> None:
