@@ -92,6 +92,28 @@ def _to_schema_8(conn: Migrating) -> None:
     conn.install_routines()
 
 
+def _to_schema_9(conn: Migrating) -> None:
+    """On SQLite a commit's version becomes the table's rowid (INTEGER PRIMARY KEY), so a
+    commit writes one b-tree instead of the table and its key's index: the table is
+    rebuilt. PostgreSQL keeps its table as it is."""
+    if conn.dialect != "sqlite":
+        return
+    column = conn.fetchone(
+        "SELECT type FROM pragma_table_info('rewind_commits') WHERE name = 'version'"
+    )
+    if column is not None and str(column[0]).upper() == "INTEGER":
+        return
+    conn.execute("ALTER TABLE rewind_commits RENAME TO rewind_commits_8")
+    conn.execute("DROP INDEX IF EXISTS ix_rewind_commits_merges")  # its name is taken again
+    conn.create_missing()
+    columns = "version, branch_id, ts, trigger, message, merge_branch_id, merge_version, hash"
+    conn.execute(
+        f"INSERT INTO rewind_commits ({columns}) SELECT {columns} FROM rewind_commits_8 "
+        "ORDER BY version"
+    )
+    conn.execute("DROP TABLE rewind_commits_8")
+
+
 #: schema version N -> the migration from N-1 to N. Schema 1 is the first released one.
 MIGRATIONS: dict[int, Migration] = {
     2: _to_schema_2,
@@ -101,6 +123,7 @@ MIGRATIONS: dict[int, Migration] = {
     6: _to_schema_6,
     7: _to_schema_7,
     8: _to_schema_8,
+    9: _to_schema_9,
 }
 
 
@@ -109,8 +132,9 @@ MIGRATIONS: dict[int, Migration] = {
 #: only made PostgreSQL's routines cheaper (the previous read routine reads the same);
 #: schema 6's hashes are read only by ``verify()``, which asks for the migration; schema 7
 #: only lets newer values be written; schema 8's hashes are read only by ``verify()``, and
-#: a database without its horizons table has had no history pruned (``Engine.horizon``).
-_WRITERS_ONLY = {"sqlite": {2, 3, 4, 5, 6, 7, 8}, "postgresql": {5, 6, 7, 8}}
+#: a database without its horizons table has had no history pruned (``Engine.horizon``);
+#: schema 9 only changes how SQLite stores the commits' key (PostgreSQL: nothing).
+_WRITERS_ONLY = {"sqlite": {2, 3, 4, 5, 6, 7, 8, 9}, "postgresql": {5, 6, 7, 8, 9}}
 
 
 def stored_version(conn: Migrating) -> int:

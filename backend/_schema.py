@@ -26,7 +26,7 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Column, Index, Integer, LargeBinary, text
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """1: the first schema. 2: versions, sequences and ids are 64-bit on PostgreSQL too
 (SQLite's INTEGER always was). 3: PostgreSQL's write routines, 4: its read routine,
 5: cheaper routines (``_pg_routines``), 6: each commit's hash (``_commit_hash``), 7:
@@ -94,7 +94,13 @@ class CommitRow(SQLModel, table=True):
         ),
     )
 
-    version: int = Field(sa_column=_int64(primary_key=True, autoincrement=False))
+    #: On SQLite INTEGER PRIMARY KEY, so the version is the rowid: a commit writes one
+    #: b-tree, not the table and an index of its key (schema 9).
+    version: int = Field(
+        sa_column=Column(
+            BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=False
+        )
+    )
     branch_id: int = Field(sa_column=_int64(nullable=False))
     ts: int = Field(sa_column=Column(BigInteger, nullable=False))
     trigger: str | None = None

@@ -4,9 +4,11 @@ in one transaction, never when opened read-only, and a newer schema is refused."
 from __future__ import annotations
 
 import io
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -153,3 +155,66 @@ def test_schema_1_is_migrated_to_64_bit_versions(db_target: str | Path) -> None:
         version = db.kv.put("k", 2)
         assert version == 2**40 + 1 and db.kv.get("k", as_of=version) == 2
         assert db.events.append("e", {"n": 2}).version == 2**40 + 2
+
+
+def _make_schema_8_commits(path: Path) -> None:
+    """Give a new SQLite database schema 8's commits table back: its version a BIGINT key
+    with an index of its own, not the rowid."""
+    conn = sqlite3.connect(path / "rewind.sqlite3", isolation_level=None)
+    try:
+        (sql,) = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'rewind_commits'"
+        ).fetchone()
+        old = sql.replace("version INTEGER NOT NULL", "version BIGINT NOT NULL")
+        assert old != sql
+        conn.execute("BEGIN")
+        conn.execute(old.replace("rewind_commits", "rewind_commits_old", 1))
+        conn.execute("INSERT INTO rewind_commits_old SELECT * FROM rewind_commits")
+        conn.execute("DROP TABLE rewind_commits")
+        conn.execute("ALTER TABLE rewind_commits_old RENAME TO rewind_commits")
+        conn.execute(
+            "CREATE INDEX ix_rewind_commits_merges ON rewind_commits (branch_id, version) "
+            "WHERE merge_branch_id IS NOT NULL"
+        )
+        conn.execute("UPDATE rewind_meta SET value = '8' WHERE key = 'schema_version'")
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def _commit_key(path: Path) -> tuple[list[Any], list[Any]]:
+    """(the commits table's indexes, its rows) as raw SQLite sees them."""
+    conn = sqlite3.connect(path / "rewind.sqlite3")
+    try:
+        indexes = sorted(row[1] for row in conn.execute("PRAGMA index_list('rewind_commits')"))
+        rows = conn.execute("SELECT * FROM rewind_commits ORDER BY version").fetchall()
+        return indexes, rows
+    finally:
+        conn.close()
+
+
+def test_schema_9_makes_the_commits_version_sqlites_rowid(db_path: Path) -> None:
+    with rewinddb.open(db_path) as db:
+        db.kv.put("k", 1)
+        db.branches.fork("default", "run")
+        with db.at("run").transaction(trigger="step"):
+            db.at("run").events.append("e", {"n": 1})
+            db.at("run").json.set("doc", "$", {"a": [1, 2]})
+        db.branches.merge("run", "default")
+    indexes, rows = _commit_key(db_path)
+    assert indexes == ["ix_rewind_commits_merges"]  # a new file: the version is the rowid
+    _make_schema_8_commits(db_path)
+    assert _commit_key(db_path) == (
+        ["ix_rewind_commits_merges", "sqlite_autoindex_rewind_commits_1"],
+        rows,
+    )
+    with rewinddb.open(db_path, readonly=True) as db:  # read as it is
+        assert db._engine.conn.schema_migrated == (8, 8) and db.kv.get("k") == 1
+    with rewinddb.open(db_path) as db:
+        assert db._engine.conn.schema_migrated == (8, _schema.SCHEMA_VERSION)
+        assert db.verify().ok
+        assert db.json.get("doc") == {"a": [1, 2]} and db.at("run").events.length() == 1
+        db.kv.put("k", 2)
+        assert db.kv.get("k", as_of=rows[-1][0]) == 1
+    indexes, after = _commit_key(db_path)
+    assert indexes == ["ix_rewind_commits_merges"] and after[: len(rows)] == rows
