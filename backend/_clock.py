@@ -9,7 +9,9 @@ backwards on the clock, even when the machine's clock does.
 ``NEXT_COMMIT`` (the Python path's statement on both backends) and ``CLOCK`` (the clock's
 reading) are made of it; PostgreSQL's routines (``_pg_routines``) join ``SOURCES`` and use
 ``NOW``, ``next_version``, ``next_ts`` and ``previous_hash``, so both paths allocate by
-this one text (``tests/backend/test_pg_routines.py`` ties them).
+this one text (``tests/backend/test_pg_routines.py`` ties them). ``next_commit`` is the
+rule in Python, for an allocation from what the connection remembers (``INSERT_COMMIT``;
+``tests/backend/test_memory.py`` ties it to ``NEXT_COMMIT``).
 """
 
 from __future__ import annotations
@@ -82,4 +84,19 @@ NEXT_COMMIT = (
     "merge_branch_id, merge_version, hash) "
     f"SELECT {next_version()}, ?, {next_ts('?')}, ?, ?, ?, ?, {previous_hash('?')} "
     f"FROM {START} {SOURCES} RETURNING version, ts, hash"
+)
+
+
+def next_commit(clock: int, newest_ts: int, now: int) -> tuple[int, int]:
+    """The next commit's (version, timestamp), as ``NEXT_COMMIT`` allocates them, from
+    the clock (floor included), the newest commit's time and the caller's time."""
+    return clock + 1, newest_ts if newest_ts > now else now
+
+
+#: Record a commit whose version, time and previous hash are known already (``next_commit``
+#: and the connection's memory); the same row ``NEXT_COMMIT`` makes. Parameters: version,
+#: branch id, ts, trigger, message, merge branch id, merge version, previous hash.
+INSERT_COMMIT = (
+    "INSERT INTO rewind_commits (version, branch_id, ts, trigger, message, "
+    "merge_branch_id, merge_version, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )

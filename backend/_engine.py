@@ -17,7 +17,7 @@ from typing import Any, NamedTuple, Union
 
 from . import _commit_hash
 from ._arrays import SharedArrays
-from ._clock import CLOCK, NEXT_COMMIT
+from ._clock import CLOCK, INSERT_COMMIT, NEXT_COMMIT, next_commit
 from ._connection import Connection
 from ._horizons import Horizon, horizon
 from ._memory import UNKNOWN as UNKNOWN
@@ -234,25 +234,44 @@ class WriteContext:
     def commit(self) -> int:
         """The version of this commit, allocating it (one row) on first use."""
         if self.version is None:
+            engine = self.engine
             merge_branch, merge_version = self.merge_from or (None, None)
             now = now_micros()
-            version, ts, previous = self.engine.conn.fetchone(
-                NEXT_COMMIT,
-                (
-                    self.branch.id,
-                    now,
-                    now,
-                    self.trigger,
-                    self.message,
-                    merge_branch,
-                    merge_version,
-                    self.branch.id,
-                    self.branch.id,
-                    self.branch.id,
-                ),
-            )
+            known = engine.remembered_allocation(self.branch.id)
+            if known is None:
+                version, ts, previous = engine.conn.fetchone(
+                    NEXT_COMMIT,
+                    (
+                        self.branch.id,
+                        now,
+                        now,
+                        self.trigger,
+                        self.message,
+                        merge_branch,
+                        merge_version,
+                        self.branch.id,
+                        self.branch.id,
+                        self.branch.id,
+                    ),
+                )
+            else:  # the same row, from what the connection remembers
+                clock, newest_ts, previous = known
+                version, ts = next_commit(clock, newest_ts, now)
+                engine.conn.execute(
+                    INSERT_COMMIT,
+                    (
+                        version,
+                        self.branch.id,
+                        ts,
+                        self.trigger,
+                        self.message,
+                        merge_branch,
+                        merge_version,
+                        previous,
+                    ),
+                )
             self.version, self.ts, self.previous_hash = int(version), int(ts), previous
-            self.engine.allocated(self)
+            engine.allocated(self)
         return self.version
 
     def hash_after(self, previous: str | None) -> str:
@@ -600,12 +619,25 @@ class Engine:
                 group.restore(saved)
                 raise
 
+    def remembered_allocation(self, branch_id: int) -> tuple[int, int, str | None] | None:
+        """(clock, the newest commit's time, the hash a commit of ``branch_id`` chains on)
+        when the memory holds all three, else None (``NEXT_COMMIT`` reads them). They are
+        written through by this connection's allocations (``allocated``) and seals."""
+        memory = self.memory
+        clock = memory.get("clock")
+        newest_ts = memory.get("commit_ts")
+        head = memory.get("chain", branch_id)
+        if clock is UNKNOWN or newest_ts is UNKNOWN or head is UNKNOWN:
+            return None
+        return clock, newest_ts, head
+
     def allocated(self, context: WriteContext) -> None:
         """``context`` allocated its version in the open write transaction: it is the
         clock until the transaction ends, and it is sealed before it commits."""
         serial = self.conn.write_transaction
         assert context.version is not None
         self.memory.put("clock", None, context.version)
+        self.memory.put("commit_ts", None, context.ts)
         owner, contexts = self._unsealed
         if owner != serial:  # the first of this transaction (an older list was rolled back)
             self._unsealed = owner, contexts = serial, []
@@ -639,6 +671,7 @@ class Engine:
             self.conn.execute(
                 "UPDATE rewind_commits SET hash = ? WHERE version = ?", (digest, context.version)
             )
+            self.memory.put("chain", branch_id, digest)  # what its next commit chains on
 
     def check_fork_source(self, record: BranchRecord) -> None:
         """Refuse to fork the branch an open transaction has written to: the fork would

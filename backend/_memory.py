@@ -13,9 +13,11 @@ while it holds the write lock, and nothing outside one. So:
 - an answer read outside a transaction is stored only if the token did not move since
   the ``get`` that missed it (another connection may have committed in between).
 
-Everything the engine keeps (branch records, the clock, the newest entry of keys, the
-end of event logs, the arrays it wrote) lives here, each under a named slot, so that
-there is one place to look at and one rule to test (``tests/backend/test_memory.py``).
+Everything the engine keeps (branch records, the clock with the newest commit's time and
+each branch's chain head, which allocate the next commit without reading them, the newest
+entry of keys, the end of event logs, the arrays it wrote) lives here, each under a named
+slot, so that there is one place to look at and one rule to test
+(``tests/backend/test_memory.py``).
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ on rollback, and on PostgreSQL kept only inside a write transaction."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import rewinddb
-from rewinddb import _memory
+from rewinddb import _engine, _memory
 
 
 @contextmanager
@@ -189,3 +190,53 @@ def test_a_read_asks_for_the_change_token_once(db_path: Path) -> None:
             assert db.kv.get("k1", as_of=5) == 4
             assert db.kv.get_many(["k0", "k2"], as_of=10) == {"k0": 9, "k2": 8}
         assert len([s for s in seen if s == "PRAGMA data_version"]) == 2, seen
+
+
+def _commits(path: Path) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(path / "rewind.sqlite3")
+    try:
+        return conn.execute("SELECT * FROM rewind_commits ORDER BY version").fetchall()
+    finally:
+        conn.close()
+
+
+def test_a_commit_is_allocated_from_memory_exactly_as_the_statement_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The remembered clock, newest commit time and chain heads give the rows
+    ``NEXT_COMMIT`` would: the same writes, with the memory dropped before each
+    allocation in one database and kept in the other, store the same commits (also
+    when the machine's clock goes back, and across branches and a transaction)."""
+
+    def history(path: Path, forget: bool) -> list[str]:
+        times = iter([5_000, 9_000, 7_000, 7_000, 12_000, 11_000, 20_000, 20_000] * 4)
+        monkeypatch.setattr(_engine, "now_micros", lambda: next(times))
+        seen: list[str] = []
+        with rewinddb.open(path) as db:
+            commit = _engine.WriteContext.commit
+
+            def allocate(context: _engine.WriteContext) -> int:
+                if forget and context.version is None:
+                    db._engine.memory.clear()
+                return commit(context)
+
+            monkeypatch.setattr(_engine.WriteContext, "commit", allocate)
+            with statements(db) as seen:
+                db.kv.put("a", 1)
+                db.kv.put("a", 2)  # the clock goes back: the newest commit's time
+                db.branches.fork("default", "run")
+                db.at("run").kv.put("b", 1)
+                db.kv.put("a", 3)
+                with db.atomic():
+                    db.at("run").events.append("e", {"n": 1})
+                    db.kv.put("a", 4)
+                db.at("run").json.set("doc", "$", {"x": 1})
+            monkeypatch.setattr(_engine.WriteContext, "commit", commit)
+            assert db.verify().ok
+        return seen
+
+    read = history(tmp_path / "read", forget=True)
+    remembered = history(tmp_path / "remembered", forget=False)
+    assert sum("INSERT INTO rewind_commits" in s and "SELECT" in s for s in read) == 7
+    assert sum("INSERT INTO rewind_commits" in s and "VALUES" in s for s in remembered) >= 4
+    assert _commits(tmp_path / "read") == _commits(tmp_path / "remembered")
