@@ -11,13 +11,14 @@ draw them too); a ``Diff`` is the two points and the changes between them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import _decoding, jsonpath, rendering
-from ._engine import MISSING, BranchRecord, Engine
-from ._values import same, short_text
+from ._engine import KIND_JSON, MISSING, NO_VALUE, BranchRecord, Engine
+from ._values import loads, same, short_text
 from .events import events_between
 from .models import Change as Change
 from .models import ChangeKind as ChangeKind
@@ -225,18 +226,168 @@ def diff_points(
 ) -> Diff:
     """The structured diff from (a, version_a) to (b, version_b); versions are resolved.
     With ``readable``, values are compared as ``rewinddb.presenters.readable`` shows them;
-    without ``events``, the events are left out."""
-    ranges_a = engine.ranges(a, version_a)
-    ranges_b = engine.ranges(b, version_b)
-    changes: list[Change] = []
-    memo: dict[Any, Any] | None = {} if readable else None
-    for space, key in sorted(engine.changed_keys(ranges_a, ranges_b)):
-        old = engine.read_value(a, version_a, space, key)
-        new = engine.read_value(b, version_b, space, key)
-        changes += _diff(space, key, old, new, memo)
-    if events:
-        changes += _event_changes(engine, ranges_a, ranges_b, memo)
+    without ``events``, the events are left out.
+
+    The keys written in the history only one point sees are found with one index range
+    per lineage step; their entries at each point are then read together, a few
+    statements per side (``Engine.read_entries``), and only entries whose stored forms
+    differ are decoded and compared: k changed keys cost O(k), whatever the state's size.
+    """
+    with engine.memory.reading():
+        ranges_a = engine.ranges(a, version_a)
+        ranges_b = engine.ranges(b, version_b)
+        by_space: dict[str, list[str]] = {}
+        for space, key in sorted(engine.changed_keys(ranges_a, ranges_b)):
+            by_space.setdefault(space, []).append(key)
+        changes: list[Change] = []
+        memo: dict[Any, Any] | None = {} if readable else None
+        for space, keys in by_space.items():
+            changes += _space_changes(engine, space, keys, (a, version_a), (b, version_b), memo)
+        if events:
+            changes += _event_changes(engine, ranges_a, ranges_b, memo)
     return Diff(Point(a.name, version_a), Point(b.name, version_b), changes)
+
+
+#: Keys whose entries one statement batch reads (``Engine.read_entries`` splits them
+#: further into statements of at most ``_SEEKS_PER_STATEMENT`` index seeks).
+_KEYS_PER_READ = 500
+
+
+def _space_changes(
+    engine: Engine,
+    space: str,
+    keys: list[str],
+    point_a: tuple[BranchRecord, int],
+    point_b: tuple[BranchRecord, int],
+    memo: dict[Any, Any] | None,
+) -> list[Change]:
+    """The changes of ``keys`` (sorted) of one space from ``point_a`` to ``point_b``.
+
+    Entries whose stored forms (kind, body, refs) are the same hold the same value and
+    are skipped undecoded; so are keys with no value at either point.
+    """
+    changes: list[Change] = []
+    for start in range(0, len(keys), _KEYS_PER_READ):
+        chunk = keys[start : start + _KEYS_PER_READ]
+        rows_a = engine.read_entries(*point_a, space, chunk)
+        rows_b = engine.read_entries(*point_b, space, chunk)
+        differing: list[tuple[str, Any, Any]] = []
+        for key in chunk:
+            row_a, row_b = rows_a.get(key), rows_b.get(key)
+            stored_a = None if row_a is None or row_a.kind in NO_VALUE else row_a[:3]
+            stored_b = None if row_b is None or row_b.kind in NO_VALUE else row_b[:3]
+            if stored_a != stored_b:
+                differing.append((key, stored_a, stored_b))
+        values = _decoded(engine, [stored for _, *pair in differing for stored in pair])
+        for index, (key, _, _) in enumerate(differing):
+            old, new = values[2 * index], values[2 * index + 1]
+            if memo is None:
+                _walk(space, key, old, new, "$", changes)
+            else:
+                changes += diff_readable(space, key, old, new, memo)
+    return changes
+
+
+def _decoded(engine: Engine, stored: list[Any]) -> list[Any]:
+    """The values of stored forms (None: ``MISSING``), in order. JSON stored whole (no
+    shared arrays: its body is the value's JSON) is parsed in one call for all; the
+    rest is decoded one by one (``Engine.decode``)."""
+    whole = [
+        form[1] or b"null"
+        for form in stored
+        if form is not None and form[0] == KIND_JSON and form[2] is None
+    ]
+    parsed: list[Any] = loads(b"[" + b",".join(whole) + b"]") if whole else []
+    if len(parsed) == len(stored):  # all stored whole: the common case
+        return parsed
+    values: list[Any] = []
+    next_parsed = iter(parsed).__next__
+    for form in stored:
+        if form is None:
+            values.append(MISSING)
+        elif form[0] == KIND_JSON and form[2] is None:
+            values.append(next_parsed())
+        else:
+            values.append(engine.decode(*form))
+    return values
+
+
+#: Types whose values are the same stored value exactly when they are ``==`` and of one
+#: type (``True == 1`` and ``1 == 1.0``, but JSON tells them apart; floats go through
+#: ``same``, which also tells ``0.0`` from ``-0.0``).
+_EXACT = frozenset((str, int, bool, type(None)))
+
+
+def _walk(primitive: str, key: str, old: Any, new: Any, path: str, out: list[Change]) -> None:
+    """Append ``diff_values(primitive, key, old, new)`` at ``path`` to ``out``: the same
+    changes in the same order, with each path built from its parent's, scalars compared
+    by type and ``==``, and an equal subtree compared once (``==``, then ``same``), not
+    again at every level below it."""
+    if old is new:
+        return
+    if old is MISSING:
+        out.append(Change(primitive, key, path, "added", None, new))
+        return
+    if new is MISSING:
+        out.append(Change(primitive, key, path, "removed", old, None))
+        return
+    kind = type(old)
+    if kind is type(new) and kind in _EXACT:
+        if old != new:
+            out.append(Change(primitive, key, path, "changed", old, new))
+        return
+    if isinstance(old, dict) and isinstance(new, dict):
+        names = old.keys()
+        for name in sorted(names if names == new.keys() else names | new.keys()):
+            _member_or_item(
+                primitive,
+                key,
+                old.get(name, MISSING),
+                new.get(name, MISSING),
+                path,
+                _member(name),
+                out,
+            )
+        return
+    if isinstance(old, list) and isinstance(new, list):
+        len_old, len_new = len(old), len(new)
+        for index in range(max(len_old, len_new)):
+            _member_or_item(
+                primitive,
+                key,
+                old[index] if index < len_old else MISSING,
+                new[index] if index < len_new else MISSING,
+                path,
+                f"[{index}]",
+                out,
+            )
+        return
+    if not same(old, new):
+        out.append(Change(primitive, key, path, "changed", old, new))
+
+
+def _member_or_item(
+    primitive: str, key: str, old: Any, new: Any, path: str, step: str, out: list[Change]
+) -> None:
+    """``_walk`` at ``path + step``, settling the common cases first: the same object,
+    scalars of one type, equal containers."""
+    if old is new:
+        return
+    kind = type(old)
+    if kind is type(new):
+        if kind in _EXACT:
+            if old != new:
+                out.append(Change(primitive, key, path + step, "changed", old, new))
+            return
+        if (kind is dict or kind is list) and old == new and same(old, new):
+            return
+    _walk(primitive, key, old, new, path + step, out)
+
+
+@functools.lru_cache(maxsize=4096)
+def _member(name: str) -> str:
+    """The path step of an object member (``jsonpath.format_path``'s spelling)."""
+    return jsonpath.format_path((name,))[1:]
 
 
 def _event_changes(
