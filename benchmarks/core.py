@@ -4,6 +4,7 @@ Run it from the repository root::
 
     .venv/bin/python benchmarks/core.py           # the full run (well under two minutes)
     .venv/bin/python benchmarks/core.py --quick   # a smoke run with small sizes
+    .venv/bin/python benchmarks/core.py --diff-only   # only the diffs, against the peers
 
 Every figure is a median over several repetitions. Where a figure has a baseline, the two
 are measured interleaved (A, B, A, B, ...), so that a noisy machine slows both alike, and
@@ -20,7 +21,13 @@ The figures:
    written whole, and the read time of an old version against the latest;
 5. single-write commits per second against raw SQLite single-insert commits, for
    ``durability="normal"`` and ``"full"`` with the same journal mode and synchronous;
-6. ``events.append`` per second, and an ``as_of`` read on a branch ten forks deep.
+6. ``events.append`` per second, and an ``as_of`` read on a branch ten forks deep;
+7. the event-log protocol: appends with ``expected_index``, ``events.verify()``;
+8. ``db.diff`` of two branches that differ in 1,000 of 10,000 keys and in 10 of 1,000,000,
+   against DoltLite's ``dolt_diff_<table>`` and StrataDB 1.2.7's ``branches.diff`` when
+   they are installed (``pip install doltlite stratadb==1.2.7``; each runs in a worker
+   process of its own, ``benchmarks/peers.py``, timed call by call between rewinddb's).
+   Without them the figures are printed without that baseline, and a note says so.
 """
 
 from __future__ import annotations
@@ -59,6 +66,7 @@ from _report import (
     timed,
     us,
 )
+from peers import Peer, changed_indexes, diff_key, diff_value
 
 import rewinddb
 
@@ -96,6 +104,12 @@ class Sizes:
     full_commits: int = 500  # single commits per repetition, durability="full"
     depth: int = 10  # forks between default and the deep branch
     verify_events: int = 100_000  # events in the log that verify() checks
+    diff_keys: int = 10_000  # keys on default for the diff
+    diff_changed: int = 1_000  # of which the branch changes
+    diff_big_keys: int = 1_000_000  # keys on default for the diff of a large state
+    diff_big_changed: int = 10  # of which the branch changes
+    diff_calls: int = 31  # timed diffs, per side
+    diff_cold: int = 5  # timed first diffs after reopening
 
 
 FULL_RUN = Sizes()
@@ -110,6 +124,11 @@ QUICK_RUN = Sizes(
     commits=200,
     full_commits=40,
     verify_events=10_000,
+    diff_keys=2_000,
+    diff_changed=200,
+    diff_big_keys=20_000,
+    diff_calls=7,
+    diff_cold=3,
 )
 
 
@@ -657,12 +676,155 @@ def measure_event_log(sizes: Sizes, report: Report) -> None:
     )
 
 
+# -- 8. diff against the peers ----------------------------------------------------
+
+#: The peers' figures, and what each one's diff returns.
+PEER_LABELS = {
+    "doltlite": "DoltLite dolt_diff_kv, rows with both values",
+    "stratadb": "StrataDB branches.diff, changed keys only",
+}
+#: StrataDB takes batches of at most 1,000 keys: a million takes half a minute to build.
+STRATA_MOST_KEYS = 100_000
+
+
+def diffed(directory: Path, keys: int, changed: int) -> rewinddb.Database:
+    """``keys`` keys on default (``kv.put_many``, 50,000 per version) and a branch ``run``
+    that changes ``changed`` of them in one version (``peers.diff_value``)."""
+    db = rewinddb.open(directory)
+    for start in range(0, keys, 50_000):
+        db.kv.put_many(
+            {diff_key(i): diff_value(i, False) for i in range(start, min(keys, start + 50_000))}
+        )
+    db.branches.fork("default", "run")
+    db.at("run").kv.put_many(
+        {diff_key(i): diff_value(i, True) for i in changed_indexes(keys, changed)}
+    )
+    return db
+
+
+def peer_samples(
+    calls: int, fn: Callable[[], Any], peers: list[Peer], expected: int
+) -> tuple[float, dict[str, float]]:
+    """Median seconds of ``fn`` and of each peer's built workload, called in turn (the
+    order reversing every round, as in ``samples``); a peer's time is measured in its
+    worker, around its call alone."""
+    local: list[float] = []
+    remote: dict[str, list[float]] = {peer.name: [] for peer in peers}
+    turn: list[Peer | None] = [None, *peers]
+    with gc_paused():
+        for _ in range(calls):
+            for who in turn:
+                if who is None:
+                    local.append(timed(fn))
+                else:
+                    seconds, count = who.call()
+                    expect(count, expected, f"{who.name}'s diff rows")
+                    remote[who.name].append(seconds)
+            turn.reverse()
+    return statistics.median(local), {
+        name: statistics.median(taken) for name, taken in remote.items()
+    }
+
+
+def cold_diff(directory: Path, calls: int, expected: int) -> float:
+    """Median seconds of the first diff after opening the database again: the entries
+    are read from storage, none from the connection's memory."""
+    taken = []
+    for _ in range(calls):
+        db = rewinddb.open(directory)
+        try:
+            with gc_paused():
+                start = time.perf_counter()
+                found = len(db.diff("default", "run"))
+                taken.append(time.perf_counter() - start)
+            expect(found, expected, "diff changes after reopening")
+        finally:
+            db.close()
+    return statistics.median(taken)
+
+
+def measure_diff_case(
+    sizes: Sizes, report: Report, peers: list[Peer], keys: int, changed: int
+) -> float:
+    """One diff figure against every peer that can build it; rewinddb's median."""
+    expected = len(changed_indexes(keys, changed))
+    running = [peer for peer in peers if peer.name != "stratadb" or keys <= STRATA_MOST_KEYS]
+    for peer in running:
+        peer.build("diff", keys=keys, changed=changed)
+    with scratch() as directory:
+        db = diffed(directory, keys, changed)
+        try:
+            expect(len(db.diff("default", "run")), expected, "diff changes")
+            ours, theirs = peer_samples(
+                sizes.diff_calls, lambda: len(db.diff("default", "run")), running, expected
+            )
+        finally:
+            db.close()
+        cold = cold_diff(directory, sizes.diff_cold, expected)
+    label = f"db.diff, {expected:,} of {keys:,} keys changed"
+    report.add(Row(label, ms(ours)))
+    for peer in running:
+        report.add(
+            Row(
+                f"  vs {PEER_LABELS[peer.name]} {peer.version}",
+                ms(ours),
+                ms(theirs[peer.name]),
+                ours / theirs[peer.name],
+                Target("<=", 1, "<= 1") if peer.name == "doltlite" else None,
+            )
+        )
+    report.add(Row(f"{label}, first diff after reopening", ms(cold)))
+    return ours
+
+
+def measure_diff(sizes: Sizes, report: Report) -> None:
+    peers: list[Peer] = []
+    missing: list[str] = []
+    for name in PEER_LABELS:
+        started = Peer.start(name)
+        if isinstance(started, Peer):
+            peers.append(started)
+        else:
+            missing.append(f"{name}: {started}")
+    try:
+        report.section(
+            f"8. db.diff of two branches, every change fetched (median of {sizes.diff_calls}, "
+            "interleaved with the peers' diffs)"
+        )
+        measure_diff_case(sizes, report, peers, sizes.diff_keys, sizes.diff_changed)
+        big = measure_diff_case(sizes, report, peers, sizes.diff_big_keys, sizes.diff_big_changed)
+        report.add(
+            Row(
+                f"db.diff of {sizes.diff_big_changed} of {sizes.diff_big_keys:,} keys, target",
+                ms(big),
+                target=Target("<", 0.001, "< 1 ms"),
+                checked=big,
+            )
+        )
+    finally:
+        for peer in peers:
+            peer.close()
+    if missing:
+        report.note(
+            "diff figures without a peer's baseline (pip install doltlite stratadb==1.2.7 "
+            "to compare): " + "; ".join(missing)
+        )
+    if any(peer.name == "stratadb" for peer in peers) and sizes.diff_big_keys > STRATA_MOST_KEYS:
+        report.note(
+            f"StrataDB is not run at {sizes.diff_big_keys:,} keys: it takes at most 1,000 "
+            "keys per batch, and building that state takes about half a minute"
+        )
+
+
 # -- main ------------------------------------------------------------------------
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a fast smoke run, smaller sizes")
+    parser.add_argument(
+        "--diff-only", action="store_true", help="only the diff figures (8), with the peers"
+    )
     return parser.parse_args(argv)
 
 
@@ -682,13 +844,15 @@ def main(argv: list[str]) -> int:
     print()
     started = time.perf_counter()
     report = Report()
-    measure_seed(sizes, report)
-    measure_fork(sizes, report)
-    measure_history(sizes, report)
-    measure_storage(sizes, report)
-    measure_commits(sizes, report)
-    measure_depth(sizes, report)
-    measure_event_log(sizes, report)
+    if not args.diff_only:
+        measure_seed(sizes, report)
+        measure_fork(sizes, report)
+        measure_history(sizes, report)
+        measure_storage(sizes, report)
+        measure_commits(sizes, report)
+        measure_depth(sizes, report)
+        measure_event_log(sizes, report)
+    measure_diff(sizes, report)
     print(report.render())
     print(f"\nmeasured in {time.perf_counter() - started:.1f} s")
     return 0
