@@ -237,11 +237,12 @@ def diff_points(
         ranges_a = engine.ranges(a, version_a)
         ranges_b = engine.ranges(b, version_b)
         by_space: dict[str, list[str]] = {}
-        for space, key in sorted(engine.changed_keys(ranges_a, ranges_b)):
+        for space, key in engine.changed_keys(ranges_a, ranges_b):
             by_space.setdefault(space, []).append(key)
         changes: list[Change] = []
         memo: dict[Any, Any] | None = {} if readable else None
-        for space, keys in by_space.items():
+        for space in sorted(by_space):  # in (space, key) order
+            keys = sorted(by_space[space])
             changes += _space_changes(engine, space, keys, (a, version_a), (b, version_b), memo)
         if events:
             changes += _event_changes(engine, ranges_a, ranges_b, memo)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import rewinddb
 from rewinddb import Change, presenters
@@ -138,12 +138,14 @@ def full_diff(
     return changes
 
 
-def assert_like_full(db: rewinddb.Database, a: str, b: str, **as_of: int | None) -> list[Change]:
+def assert_like_full(
+    db: rewinddb.Database, a: str, b: str, *, as_of_a: int | None = None, as_of_b: int | None = None
+) -> list[Change]:
     """``db.diff(a, b)`` (both ways) has the reference's changes, and some."""
-    changes = db.diff(a, b, events=False, **as_of).changes  # type: ignore[arg-type]
-    assert changes == full_diff(db, a, b, **as_of)
-    back = {"as_of_a": as_of.get("as_of_b"), "as_of_b": as_of.get("as_of_a")}
-    assert db.diff(b, a, events=False, **back).changes == full_diff(db, b, a, **back)
+    changes = db.diff(a, b, events=False, as_of_a=as_of_a, as_of_b=as_of_b).changes
+    assert changes == full_diff(db, a, b, as_of_a=as_of_a, as_of_b=as_of_b)
+    back = db.diff(b, a, events=False, as_of_a=as_of_b, as_of_b=as_of_a).changes
+    assert back == full_diff(db, b, a, as_of_a=as_of_b, as_of_b=as_of_a)
     assert changes
     return changes
 
@@ -232,7 +234,8 @@ def test_shared_arrays_and_long_lists(db: rewinddb.Database) -> None:
     run.json.set("chat", "$", [*messages, {"i": 60, "text": "new"}])
     run.kv.put("big", [*range(1000), -1, *range(1001, 2000)])
     run.json.set("copy", "$", messages)  # the same list under another key
-    assert db._engine.read_entry(db._engine.branch("default"), db.version, "json", "chat").refs
+    stored = db._engine.read_entry(db._engine.branch("default"), db.version, "json", "chat")
+    assert stored is not None and stored.refs  # shared arrays, decoded by the engine
     changes = assert_like_full(db, "default", "run")
     assert [(c.key, c.path, c.kind) for c in changes][:2] == [
         ("chat", "$[60]", "added"),
@@ -362,7 +365,7 @@ def entry_reads(db: rewinddb.Database) -> Iterator[list[tuple[int, str, list[str
 def statements(db: rewinddb.Database) -> Iterator[list[str]]:
     """The SQL statements a SQLite database runs inside the block."""
     seen: list[str] = []
-    raw = db._engine.conn._raw
+    raw = cast(Any, db._engine.conn)._raw  # SQLite's connection
     raw.set_trace_callback(seen.append)
     try:
         yield seen
