@@ -31,7 +31,7 @@ SCRIPTS = [
     Script(
         "core",
         ("--quick",),
-        ("10 forks, 20 writes", "fork of a", "kv.put", "events.append"),
+        ("10 forks, 20 writes", "fork of a", "kv.put", "events.append", "db.diff"),
     ),
     Script(
         "web",
