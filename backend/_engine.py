@@ -96,6 +96,10 @@ def _check_acyclic(steps: list[tuple[BranchRecord, int]]) -> None:
 
 def check_name(value: Any, what: str) -> str:
     """Keys, branch names and event types: non-empty strings without NUL."""
+    # The usual name, settled in one test (ASCII text holds no lone surrogate).
+    if type(value) is str and 0 < len(value) <= 1024 and value.isascii():
+        if "\x00" not in value and not value.isspace():
+            return value
     if not isinstance(value, str):
         raise InvalidInputError(
             f"{what} must be a string, not {type(value).__name__}", code=f"invalid.{what}"
@@ -373,10 +377,11 @@ class Engine:
 
     def branch(self, name: str) -> BranchRecord:
         """The live branch called ``name``; ``BranchNotFound`` if there is none."""
-        check_name(name, "branch")
         with self.conn.lock:
-            record: BranchRecord = self.memory.get("branch", name)
+            # A name the memory holds was checked when it was first looked up.
+            record: BranchRecord = self.memory.get("branch", name) if type(name) is str else UNKNOWN
             if record is UNKNOWN:
+                check_name(name, "branch")
                 record = self._branch_row(name)
                 self.memory.put("branch", name, record)
             return record

@@ -22,8 +22,7 @@ slot, so that there is one place to look at and one rule to test
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Hashable
 from typing import Any
 
 #: What :meth:`Memory.get` returns for an answer it does not hold.
@@ -51,6 +50,7 @@ class Memory:
         self._bytes = 0
         #: The token read once for a block of reads (``reading``), boxed (it may be None).
         self._read_once: tuple[Hashable | None] | None = None
+        self._read_depth = 0  # how many ``reading`` blocks are open
         rolled_back.append(self.clear)
 
     def _token_now(self) -> Hashable | None:
@@ -58,18 +58,22 @@ class Memory:
             return self._read_once[0]
         return self._change_token()
 
-    @contextmanager
-    def reading(self) -> Iterator[None]:
-        """A block of reads that asks for the token once, at its start: every row the
-        block reads is read after that, so it is at least as new as the token says (a
-        later call asks again and finds any commit made since)."""
-        if self._read_once is not None:
-            yield
-            return
-        self._read_once = (self._change_token(),)
-        try:
-            yield
-        finally:
+    def reading(self) -> Memory:
+        """A block of reads (``with memory.reading():``) that asks for the token once, at
+        its start: every row the block reads is read after that, so it is at least as new
+        as the token says (a later call asks again and finds any commit made since).
+        Blocks nest: an inner one keeps the outer one's token. (The memory is its own
+        context manager, rather than a generator's, as every read enters one.)"""
+        return self
+
+    def __enter__(self) -> None:
+        if not self._read_depth:
+            self._read_once = (self._change_token(),)
+        self._read_depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self._read_depth -= 1
+        if not self._read_depth:
             self._read_once = None
 
     def _valid(self) -> bool:
