@@ -314,42 +314,48 @@ class SharedArrays:
             remembered: list[Any] = loads(known[0] + b"]")
             return remembered
         # An array's first n items never change: the longest read of it answers any
-        # shorter one (older versions of a list that grew, read one after another).
+        # shorter one (older versions of a list that grew, read one after another), and
+        # a longer one reads only the items past it (the same versions, oldest first).
         longest = self.memory.get("array_read", seq)
-        if longest is not UNKNOWN and len(longest) >= length:
+        have = 0 if longest is UNKNOWN else len(longest)
+        if have >= length:
             return list(longest[:length]) if pairs else _copied_items(longest, length)
-        result = self._read_rows(seq, length)
-        if length and (longest is UNKNOWN or len(longest) < length):
-            flat = _flat_items(result)
-            if flat is not None:
-                self.memory.put("array_read", seq, flat, size=flat_size(flat))
-        return result
+        tail = self._read_rows(seq, length, first=have)
+        flat = _flat_items(tail)
+        if flat is not None:
+            grown = longest + flat if have else flat
+            self.memory.put("array_read", seq, grown, size=flat_size(grown))
+        if not have:
+            return tail
+        return (list(longest) if pairs else _copied_items(longest, have)) + tail
 
-    def _read_rows(self, seq: int, length: int) -> list[Any]:
-        """The first ``length`` items of array ``seq`` (through its bases), from the rows."""
+    def _read_rows(self, seq: int, length: int, first: int = 0) -> list[Any]:
+        """Items ``first`` to ``length - 1`` of array ``seq`` (through its bases), from the
+        rows."""
         parts: list[bytes] = []
-        end, first = length, seq
-        while end > 0:
+        end, top = length, seq
+        while end > first:
             row = self.conn.fetchone(
                 "SELECT base_id, base_len FROM rewind_seqs WHERE id = ?", (seq,)
             )
             start = row[1] if row and row[0] is not None else 0
             start = min(start, end)
-            if start < end:
+            if max(start, first) < end:
                 items = self.conn.fetchall(
                     "SELECT item FROM rewind_seq_items "
                     "WHERE seq_id = ? AND idx >= ? AND idx < ? ORDER BY idx DESC",
-                    (seq, start, end),
+                    (seq, max(start, first), end),
                 )
                 parts.extend(bytes(r[0]) for r in items)
             end = start
             if row is None or row[0] is None:
                 break
             seq = _base_of(seq, row[0])
-        if len(parts) != length:
+        if len(parts) != length - first:
             raise CorruptDatabaseError(
-                f"a stored list of {length} items (array {first} in rewind_seqs) has "
-                f"{len(parts)} items in rewind_seq_items: rows were deleted or edited",
+                f"a stored list of {length} items (array {top} in rewind_seqs) has "
+                f"{len(parts)} items from position {first} on in rewind_seq_items, not "
+                f"{length - first}: rows were deleted or edited",
                 code="corrupt.seq_items",
             )
         parts.reverse()

@@ -33,7 +33,9 @@ import copyreg
 import operator
 import pickle
 import threading
-from typing import Any
+from collections.abc import Sequence
+from itertools import repeat
+from typing import Any, NamedTuple
 
 import ormsgpack
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -109,26 +111,30 @@ def _no_fields(value: Any) -> tuple:
 
 class _Remembered:
     """A map bounded by ``max_bytes``, the oldest entries dropped first. Reads take no
-    lock (one dict lookup is atomic); writes and drops do."""
+    lock (one dict lookup is atomic, and ``values`` may be read directly); writes and
+    drops do."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
-        self._values: dict[Any, tuple[int, Any]] = {}
+        self.values: dict[Any, Any] = {}
+        self._sizes: dict[Any, int] = {}
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def get(self, key: Any) -> Any:
-        found = self._values.get(key)
-        return None if found is None else found[1]
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self.values.get(key, default)
 
     def put(self, key: Any, value: Any, size: int) -> None:
         with self._lock:
-            if key in self._values or size > self.max_bytes // 4:
+            if key in self.values or size > self.max_bytes // 4:
                 return
-            self._values[key] = (size, value)
+            self.values[key] = value
+            self._sizes[key] = size
             self._bytes += size
             while self._bytes > self.max_bytes:
-                self._bytes -= self._values.pop(next(iter(self._values)))[0]
+                oldest = next(iter(self._sizes))
+                self._bytes -= self._sizes.pop(oldest)
+                del self.values[oldest]
 
 
 class Encoder:
@@ -205,7 +211,21 @@ class Encoder:
         return {"version": version, "type": "value", "value": self.item(value)}
 
 
-_AS_IS, _PLAIN, _COPIED, _PICKLED = "as is", "plain", "copied", "pickled"
+_PLAIN, _COPIED, _PICKLED = "plain", "copied", "pickled"
+
+
+class _Copy(NamedTuple):
+    """How the decoder gives again a value it must copy (an immutable value is
+    remembered as it is instead)."""
+
+    how: str  # plain, copied or pickled
+    value: Any
+
+
+#: What the decoder's memory gives for an item it does not hold.
+_NOT_HELD: Any = type("NotHeld", (), {"__slots__": ()})()
+#: The types of what a lookup found that :meth:`Decoder.items` must not return as it is.
+_NOT_AS_IS = frozenset((_Copy, type(_NOT_HELD)))
 
 
 def _plain(value: Any) -> bool:
@@ -295,38 +315,51 @@ class Decoder:
         """The value of one ``"type:base64"`` (or ``[type, base64]``), as
         :func:`load_typed` returns it."""
         key = stored if isinstance(stored, str) else tuple(stored)
-        remembered = self._remembered.get(key)
-        if remembered is not None:
-            how, value = remembered
+        remembered = self._remembered.get(key, _NOT_HELD)
+        if type(remembered) is _Copy:
+            how, value = remembered.how, remembered.value
             if how is _COPIED:
                 return _copy(value)
-            if how is _AS_IS:
-                return value
             if how is _PLAIN:
                 return _copied(*value)
             return pickle.loads(value)
+        if remembered is not _NOT_HELD:
+            return remembered  # immutable: as it is
         kind, data = _split(stored)
         value = self.serde.loads_typed((kind, binascii.a2b_base64(data)))
         self._remember(key, value, len(data))
         return value
+
+    def items(self, stored: Sequence[Any]) -> list[Any]:
+        """:meth:`item` of each of ``stored``: those remembered as they are (texts,
+        numbers) are looked up all at once, without a Python call each."""
+        try:
+            found = list(map(self._remembered.values.get, stored, repeat(_NOT_HELD)))
+        except TypeError:  # items stored as [type, base64] pairs
+            return [self.item(item) for item in stored]
+        if not _NOT_AS_IS.isdisjoint(set(map(type, found))):
+            for i, value in enumerate(found):
+                if value is _NOT_HELD or type(value) is _Copy:
+                    found[i] = self.item(stored[i])
+        return found
 
     def _remember(self, key: Any, value: Any, size: int) -> None:
         """Remembers how to give ``value`` again: as it is (immutable), as a copy of plain
         data or of an object's plain state, else as a pickled copy; a value that none of
         these reproduces is not remembered (the serde decodes it every time)."""
         if isinstance(value, _IMMUTABLE):
-            self._remembered.put(key, (_AS_IS, value), size)
+            self._remembered.put(key, value, size)
             return
         try:
             if type(value) is dict or type(value) is list:
                 if _plain(value):
                     plan = _plan(value)
-                    self._remembered.put(key, (_PLAIN, (_copied(value, plan), plan)), 2 * size)
+                    self._remembered.put(key, _Copy(_PLAIN, (_copied(value, plan), plan)), 2 * size)
                     return
             else:
                 recipe = _copy_recipe(value)
                 if recipe is not None:
-                    self._remembered.put(key, (_COPIED, recipe), 2 * size)
+                    self._remembered.put(key, _Copy(_COPIED, recipe), 2 * size)
                     return
         except Exception:  # e.g. nested too deep to walk: pickle decides below
             pass
@@ -337,12 +370,16 @@ class Decoder:
         except Exception:  # not picklable, or not comparable: always use the serde
             faithful = False
         if faithful:
-            self._remembered.put(key, (_PICKLED, pickled), size + len(pickled))
+            self._remembered.put(key, _Copy(_PICKLED, pickled), size + len(pickled))
 
     def channel(self, stored: dict) -> Any:
         """A channel value stored by :meth:`Encoder.channel`."""
         if stored["type"] == "list":
-            return [self.item(item) for item in stored["items"]]
+            return self.items(stored["items"])
         if stored["type"] == "dict":
-            return {key: self.item(member) for key, member in stored["pairs"]}
+            pairs = stored["pairs"]
+            if not pairs:
+                return {}
+            keys, members = zip(*pairs, strict=True)
+            return dict(zip(keys, self.items(members), strict=True))
         return self.item(stored["value"])

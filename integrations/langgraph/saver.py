@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import bisect
 import builtins
 import random
 import threading
@@ -127,19 +128,68 @@ class _Placement(NamedTuple):
     fork_versions: ChannelVersions | None  # a new branch: the channel versions it holds
 
 
+#: What a batch read of a key leaves to the checkpoint's own read (see ``_Newest``).
+_UNREAD: Any = object()
+
+
+class _Newest:
+    """A key's values at several versions of one branch (``versions``, ascending), from
+    its newest entries: ``kv.history`` read newest first, ``expected`` entries at first
+    and more until they reach back to the oldest version, instead of one read each."""
+
+    def __init__(self, kv: Any, key: str, versions: builtins.list[int], expected: int) -> None:
+        entries: builtins.list[Any] = []
+        self.complete = False  # whether no older entry exists than those read
+        as_of, wanted = versions[-1], max(expected, 1)
+        try:
+            while True:
+                page = kv.history(key, as_of=as_of, limit=wanted)
+                entries[:0] = page
+                if len(page) < wanted:
+                    self.complete = True
+                    break
+                if page[0].version <= versions[0]:
+                    break
+                as_of, wanted = page[0].version - 1, 2 * wanted
+        except rewinddb.RewindError:  # e.g. before the fork point: the checkpoint's own
+            pass  # read answers (or raises) as ever
+        self.entries = entries
+        self.versions = [entry.version for entry in entries]
+
+    def at(self, version: int) -> Any:
+        """The stored value at ``version`` (None: none), or ``_UNREAD`` when the entries
+        read do not reach back that far."""
+        found = bisect.bisect_right(self.versions, version)
+        if not found:
+            return None if self.complete else _UNREAD
+        entry = self.entries[found - 1]
+        return None if entry.deleted or entry.erased_at is not None else entry.value
+
+
+class _Read(NamedTuple):
+    """What loading one checkpoint reads from its branch."""
+
+    stored: dict  # its record (``CHECKPOINT_KEY``)
+    checkpoint: Checkpoint  # without channel values
+    blobs: dict[str, dict | None]  # channel -> its stored value at the checkpoint
+
+
 class _Listing:
-    """What one ``list`` call reads once: branch views, and the pending writes (events)
-    of each branch.
+    """What one ``list`` call reads once: branch views, the records and channel values of
+    each batch of checkpoints, and the pending writes (events) of each branch.
 
     ``list`` goes from the newest checkpoint to the oldest, so the sequence a branch's
-    writes are needed from only decreases: each call reads just the events before the
+    writes are needed from only decreases: each batch reads just the events before the
     ones already read, instead of every event from the checkpoint on.
     """
 
-    def __init__(self, db: rewinddb.Database) -> None:
-        self.db = db
+    def __init__(self, saver: RewindSaver) -> None:
+        self.db, self.serde = saver.db, saver.serde
         self.read: dict[str, tuple[int, dict[str, builtins.list[tuple[int, dict, str]]]]] = {}
         self.views: dict[str, rewinddb.BranchView] = {}
+        self.reads: dict[tuple[str, int], _Read] = {}
+        #: (branch, key, version) -> a pending write's value kept as a channel value.
+        self.kept: dict[tuple[str, str, int], Any] = {}
 
     def view(self, branch: str) -> rewinddb.BranchView:
         view = self.views.get(branch)
@@ -147,11 +197,67 @@ class _Listing:
             view = self.views[branch] = self.db.at(branch)
         return view
 
-    def payloads(
-        self, branch: str, start: int, checkpoint_id: str
-    ) -> builtins.list[tuple[dict, str]]:
-        """Payloads of the write events of ``checkpoint_id`` on ``branch`` from ``start``,
-        each with the branch that stored it."""
+    def read_batch(self, entries: Iterable[tuple[str, dict]]) -> None:
+        """Read what loading these checkpoints (id, index entry) needs, together: the
+        writes' events from the batch's first on, and per branch each key's entries
+        down to the batch's oldest checkpoint on it (a statement or two a key)."""
+        entries = builtins.list(entries)
+        versions: dict[str, set[int]] = {}
+        starts: dict[str, int] = {}
+        for _, entry in entries:
+            versions.setdefault(entry["read"], set()).add(entry["version"])
+            branch, start = entry["branch"], entry["events"]
+            starts[branch] = min(starts.get(branch, start), start)
+        kept: dict[tuple[str, str], set[int]] = {}
+        for branch, start in starts.items():
+            self._events_from(branch, start)
+        for checkpoint_id, entry in entries:
+            for payload, stored in self.payloads(entry["branch"], entry["events"], checkpoint_id):
+                if "value_at" in payload:
+                    key, version = payload["value_at"]
+                    kept.setdefault((stored, key), set()).add(version)
+        for (branch, key), found in kept.items():
+            at = sorted(found)
+            newest = _Newest(self.view(branch).kv, key, at, len(at))
+            self.kept.update(((branch, key, version), newest.at(version)) for version in at)
+        for branch, found in versions.items():
+            self._read_branch(branch, sorted(found))
+
+    def _read_branch(self, branch: str, versions: builtins.list[int]) -> None:
+        kv = self.view(branch).kv
+        records = _Newest(kv, _names.CHECKPOINT_KEY, versions, len(versions))
+        loaded: dict[int, tuple[dict, Checkpoint]] = {}
+        held: dict[str, set] = {}  # channel -> the versions of it the batch holds
+        for version in versions:
+            stored = records.at(version)
+            if stored is not _UNREAD and stored is not None:
+                checkpoint = load_typed(self.serde, stored["checkpoint"])
+                loaded[version] = (stored, checkpoint)
+                for channel, channel_version in checkpoint["channel_versions"].items():
+                    held.setdefault(channel, set()).add(channel_version)
+        # Each version of a channel a checkpoint holds was stored as one entry.
+        newest = {
+            channel: _Newest(kv, _names.channel_key(channel), versions, len(held[channel]))
+            for channel in sorted(held)
+        }
+        for version, (stored, checkpoint) in loaded.items():
+            blobs = {c: newest[c].at(version) for c in checkpoint["channel_versions"]}
+            unread = {_names.channel_key(c): c for c, blob in blobs.items() if blob is _UNREAD}
+            if unread:
+                found = kv.get_many(builtins.list(unread), as_of=version)
+                blobs.update((channel, found.get(key)) for key, channel in unread.items())
+            self.reads[(branch, version)] = _Read(stored, checkpoint, blobs)
+
+    def take(self, entry: dict) -> _Read | None:
+        """What ``read_batch`` read for the checkpoint of ``entry`` (once: its objects go
+        to one checkpoint tuple), or None."""
+        return self.reads.pop((entry["read"], entry["version"]), None)
+
+    def _events_from(
+        self, branch: str, start: int
+    ) -> dict[str, builtins.list[tuple[int, dict, str]]]:
+        """The write events of ``branch`` from sequence ``start`` on (and any read already
+        from an older one), grouped by checkpoint id."""
         known = self.read.get(branch)
         if known is None or start < known[0]:
             log = self.view(branch).events
@@ -174,7 +280,15 @@ class _Listing:
                         (event.sequence, event.payload, event.branch)
                     )
             known = self.read[branch] = (start, grouped)
-        writes = sorted(known[1].get(checkpoint_id, ()), key=lambda write: write[0])
+        return known[1]
+
+    def payloads(
+        self, branch: str, start: int, checkpoint_id: str
+    ) -> builtins.list[tuple[dict, str]]:
+        """Payloads of the write events of ``checkpoint_id`` on ``branch`` from ``start``,
+        each with the branch that stored it."""
+        grouped = self._events_from(branch, start)
+        writes = sorted(grouped.get(checkpoint_id, ()), key=lambda write: write[0])
         return [(payload, stored) for sequence, payload, stored in writes if sequence >= start]
 
 
@@ -262,17 +376,21 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 entry = self.index.get(key)
             if entry is None:
                 return None
-            view = listing.view(entry["read"]) if listing else self.db.at(entry["read"])
-            at = entry["version"]
-            stored = view.kv.get(_names.CHECKPOINT_KEY, as_of=at)
-            checkpoint: Checkpoint = load_typed(self.serde, stored["checkpoint"])
-            # The channels in one read (the newest of a key is known to the connection,
-            # so the checkpoint just written reads no row).
-            channels = {_names.channel_key(c): c for c in checkpoint["channel_versions"]}
-            found = view.kv.get_many(list(channels), as_of=at)
-            blobs = {channel: found.get(key) for key, channel in channels.items()}
+            read = listing.take(entry) if listing else None
+            if read is None:
+                view = self.db.at(entry["read"])
+                at = entry["version"]
+                stored = view.kv.get(_names.CHECKPOINT_KEY, as_of=at)
+                checkpoint: Checkpoint = load_typed(self.serde, stored["checkpoint"])
+                # The channels in one read (the newest of a key is known to the
+                # connection, so the checkpoint just written reads no row).
+                channels = {_names.channel_key(c): c for c in checkpoint["channel_versions"]}
+                found = view.kv.get_many(list(channels), as_of=at)
+                blobs = {channel: found.get(key) for key, channel in channels.items()}
+            else:
+                stored, checkpoint, blobs = read
             writes = self._write_payloads(entry, checkpoint_id, listing)
-            kept = [self._kept_write(stored, p) for p, stored in writes]
+            kept = [self._kept_write(stored, p, listing) for p, stored in writes]
         values: dict[str, Any] = {}
         for channel, version in checkpoint["channel_versions"].items():
             blob = blobs[channel]
@@ -294,14 +412,18 @@ class RewindSaver(BaseCheckpointSaver[str]):
             ],
         )
 
-    def _kept_write(self, branch: str, payload: dict) -> dict | None:
+    def _kept_write(
+        self, branch: str, payload: dict, listing: _Listing | None = None
+    ) -> dict | None:
         """The stored value of a pending write kept as a channel value (``value_at``:
         its key and version on ``branch``, the branch that stored its event), or None
         for one kept in its event."""
         if "value_at" not in payload:
             return None
         key, version = payload["value_at"]
-        blob: dict = self.db.at(branch).kv.get(key, as_of=version)
+        blob: dict = listing.kept.get((branch, key, version), _UNREAD) if listing else _UNREAD
+        if blob is _UNREAD:
+            blob = self.db.at(branch).kv.get(key, as_of=version)
         return blob
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -332,25 +454,33 @@ class RewindSaver(BaseCheckpointSaver[str]):
             ns = config["configurable"].get("checkpoint_ns")
             keys = self.index.records(thread_id, None if ns is None else str(ns))
         before_id = _before_id(before)
-        found = sorted((_names.parse_checkpoint_key(key) for key in keys), key=lambda t: t[2])
+        found = sorted(
+            ((_names.parse_checkpoint_key(key), key) for key in keys), key=lambda f: f[0][2]
+        )
         wanted = [
-            (thread_id, checkpoint_ns, checkpoint_id)
-            for thread_id, checkpoint_ns, checkpoint_id in reversed(found)
-            if (not wanted_id or checkpoint_id == wanted_id)
-            and (not before_id or checkpoint_id < before_id)
+            (target, key)
+            for target, key in reversed(found)
+            if (not wanted_id or target[2] == wanted_id)
+            and (not before_id or target[2] < before_id)
         ]
         count = 0
-        listing = _Listing(self.db)
+        listing = _Listing(self)
         for start in range(0, len(wanted), _LISTED_TOGETHER):
             batch = wanted[start : start + _LISTED_TOGETHER]
-            entries = self.index.get_many([_names.checkpoint_key(*target) for target in batch])
-            for thread_id, checkpoint_ns, checkpoint_id in batch:
+            with self.db.read():
+                entries = self.index.get_many([key for _, key in batch])
+                # Those the limit leaves to load, unless a filter may skip some.
+                needed = [(target[2], entries[key]) for target, key in batch if key in entries]
+                if limit is not None and not filter:
+                    needed = needed[: limit - count]
+                listing.read_batch(needed)
+            for (thread_id, checkpoint_ns, checkpoint_id), key in batch:
                 if limit is not None and count >= limit:
                     return
-                key = _names.checkpoint_key(thread_id, checkpoint_ns, checkpoint_id)
-                if key not in entries:
+                entry = entries.get(key)
+                if entry is None:
                     continue
-                loaded = self._load(thread_id, checkpoint_ns, checkpoint_id, listing, entries[key])
+                loaded = self._load(thread_id, checkpoint_ns, checkpoint_id, listing, entry)
                 if loaded is None:
                     continue
                 if filter and any(loaded.metadata.get(k) != v for k, v in filter.items()):
