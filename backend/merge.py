@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import jsonpath
-from ._engine import MISSING, BranchRecord, Engine
-from ._values import same
+from ._engine import KIND_JSON, MISSING, NO_VALUE, BranchRecord, Engine, EntryRow
+from ._values import loads, same
 from .errors import InvalidInputError, MergeConflictError
 from .events import append_event, identity
 
@@ -168,7 +168,7 @@ def _three_way(
     conflicts: list[tuple[tuple[jsonpath.Token, ...], Any, Any, Any]],
 ) -> Any:
     """The merged value; records what came from the source and what conflicted."""
-    if same(source, target) or same(source, base):
+    if _same(source, target) or _same(source, base):
         return target
     if (
         by_path
@@ -191,11 +191,181 @@ def _three_way(
             if value is not MISSING:
                 merged[member] = value
         return merged
-    if same(target, base):
+    if _same(target, base):
         applied.append((tokens, target, source))
         return source
     conflicts.append((tokens, base, source, target))
     return target
+
+
+def _same(a: Any, b: Any) -> bool:
+    """``same(a, b)``, settled by ``==`` when that already says no (values that are the
+    same stored value are ``==``; the converse fails only for ``1``, ``1.0``, ``True``
+    and ``0.0``, ``-0.0``, which ``same`` tells apart)."""
+    return a is b or (a == b and same(a, b))
+
+
+#: Keys whose entries one batch of ``Engine.read_entries`` calls reads, at each point.
+_KEYS_PER_READ = 500
+
+
+def _stored(row: EntryRow | None) -> tuple[int, bytes | None, bytes | None] | None:
+    """The stored form (kind, body, refs) of an entry; None where there is no value."""
+    return None if row is None or row.kind in NO_VALUE else (row.kind, row.body, row.refs)
+
+
+#: The target's changes since the merge base are listed when they are at most this many
+#: keys, or four times the keys the source changed (a listed key costs less than a read
+#: entry); beyond that, the target's entries of the keys the source changed are read.
+_TARGET_CHANGES_READ = 2_000
+
+
+def _target_changes(
+    engine: Engine, base_ranges: dict[int, int], target_ranges: dict[int, int], most: int
+) -> set[tuple[str, str]] | None:
+    """The (space, key) pairs the target wrote since the merge base, when the base is a
+    point of the target's own lineage and they are at most ``most``; else None.
+
+    The target holds every key outside them as the base does (the same entry), so it
+    need not be read for those. A base the target holds only through a merge (its
+    lineage steps are not the target's) gives None, as does a target that changed
+    more keys than the source may have: then the target is read key by key instead.
+    """
+    if most <= 0 or any(target_ranges.get(b, -1) < cap for b, cap in base_ranges.items()):
+        return None
+    changed: set[tuple[str, str]] = set()
+    for branch_id, high in target_ranges.items():
+        low = base_ranges.get(branch_id, 0)
+        if high <= low:
+            continue
+        rows = engine.conn.fetchall(
+            "SELECT DISTINCT space, key FROM rewind_entries "
+            "WHERE branch_id = ? AND version > ? AND version <= ? LIMIT ?",
+            (branch_id, low, high, most + 1 - len(changed)),
+        )
+        changed.update((space, key) for space, key in rows)
+        if len(changed) > most:
+            return None
+    return changed
+
+
+def _moved(
+    engine: Engine,
+    space: str,
+    keys: list[str],
+    points: tuple[tuple[BranchRecord, int], ...],
+    target_moved: set[tuple[str, str]] | None,
+) -> list[tuple[str, Any, Any, Any]]:
+    """(key, base, source, target) values of those of ``keys`` (sorted) that the merge
+    must look at: the source's stored entry differs from the base's and from the
+    target's (equal stored forms hold the same value, so those keys are skipped
+    undecoded). The target is read only for keys the source moved, and of those only
+    for the ones it wrote since the base when ``target_moved`` lists them (``_target_
+    changes``): the others it holds as the base does. ``MISSING`` stands for no value."""
+    base_point, source_point, target_point = points
+    base_rows = engine.read_entries(*base_point, space, keys)
+    source_rows = engine.read_entries(*source_point, space, keys)
+    moved = []
+    for key in keys:
+        source_row, base_row = source_rows.get(key), base_rows.get(key)
+        if source_row is not None and base_row is not None and source_row[:3] == base_row[:3]:
+            continue  # one stored entry (or both deleted the same way): the same value
+        source_form = _stored(source_row)
+        base_form = _stored(base_row)
+        if source_form != base_form:
+            moved.append((key, base_form, source_form))
+    if not moved:
+        return []
+    if target_moved is None:
+        target_keys = [key for key, _, _ in moved]
+    else:
+        target_keys = [key for key, _, _ in moved if (space, key) in target_moved]
+    target_rows = engine.read_entries(*target_point, space, target_keys) if target_keys else {}
+    forms: list[tuple[int, bytes | None, bytes | None] | None] = []
+    picked = []
+    for key, base_form, source_form in moved:
+        if target_moved is None or (space, key) in target_moved:
+            target_form = _stored(target_rows.get(key))
+        else:
+            target_form = base_form
+        if target_form == source_form:
+            continue  # the target has the source's value already
+        picked.append(key)
+        forms += (base_form, source_form, target_form)
+    values = _decoded(engine, forms)
+    found = []
+    for index, key in enumerate(picked):
+        base_value, source_value, target_value = values[3 * index : 3 * index + 3]
+        if forms[3 * index] == forms[3 * index + 2]:
+            target_value = base_value  # one value: later checks settle by identity
+        found.append((key, base_value, source_value, target_value))
+    return found
+
+
+def _decoded(
+    engine: Engine, forms: list[tuple[int, bytes | None, bytes | None] | None]
+) -> list[Any]:
+    """The values of stored forms (None: ``MISSING``), in order; JSON stored whole (its
+    body is the value's JSON) is parsed in one call for all, the rest one by one."""
+    whole = [
+        form[1] or b"null"
+        for form in forms
+        if form is not None and form[0] == KIND_JSON and form[2] is None
+    ]
+    parsed: list[Any] = loads(b"[" + b",".join(whole) + b"]") if whole else []
+    if len(parsed) == len(forms):
+        return parsed
+    values: list[Any] = []
+    next_parsed = iter(parsed).__next__
+    for form in forms:
+        if form is None:
+            values.append(MISSING)
+        elif form[0] == KIND_JSON and form[2] is None:
+            values.append(next_parsed())
+        else:
+            values.append(engine.decode(*form))
+    return values
+
+
+def _merge_key(
+    space: str,
+    key: str,
+    base_value: Any,
+    source_value: Any,
+    target_value: Any,
+    strategy: Strategy,
+    applied: list[MergeChange],
+    conflicts: list[MergeConflict],
+) -> Any:
+    """The merged value of one key; appends what it applied and what conflicted."""
+    if _same(base_value, source_value):
+        return target_value
+    key_applied: list[tuple[tuple[jsonpath.Token, ...], Any, Any]] = []
+    key_conflicts: list[tuple[tuple[jsonpath.Token, ...], Any, Any, Any]] = []
+    merged = _three_way(
+        base_value, source_value, target_value, (), space == "json", key_applied, key_conflicts
+    )
+    for tokens, conflict_base, conflict_source, conflict_target in key_conflicts:
+        resolution = None if strategy == "fail" else strategy
+        conflicts.append(
+            MergeConflict(
+                space,
+                key,
+                jsonpath.format_path(tokens),
+                _shown(conflict_base),
+                _shown(conflict_source),
+                _shown(conflict_target),
+                resolution,
+            )
+        )
+        if strategy == "source":
+            merged = _put(merged, tokens, conflict_source)
+            key_applied.append((tokens, conflict_target, conflict_source))
+    applied += [
+        MergeChange(space, key, jsonpath.format_path(tokens), _shown(old), _shown(new))
+        for tokens, old, new in key_applied
+    ]
+    return merged
 
 
 def merge_branches(
@@ -229,49 +399,51 @@ def merge_branches(
         base_record, base_version = merge_base(engine, source_record, target_record, now)
         base_ranges = engine.ranges(base_record, base_version)
         source_ranges = engine.ranges(source_record, now)
+        target_ranges = engine.ranges(target_record, now)
 
-        writes: list[tuple[str, str, Any]] = []
+        writes: dict[str, dict[str, Any]] = {}
         applied: list[MergeChange] = []
         conflicts: list[MergeConflict] = []
-        for space, key in sorted(engine.changed_keys(base_ranges, source_ranges)):
-            base_value = engine.read_value(base_record, base_version, space, key)
-            source_value = engine.read_value(source_record, now, space, key)
-            if same(base_value, source_value):
-                continue
-            target_value = engine.read_value(target_record, now, space, key)
-            key_applied: list[tuple[tuple[jsonpath.Token, ...], Any, Any]] = []
-            key_conflicts: list[tuple[tuple[jsonpath.Token, ...], Any, Any, Any]] = []
-            merged = _three_way(
-                base_value,
-                source_value,
-                target_value,
-                (),
-                space == "json",
-                key_applied,
-                key_conflicts,
-            )
-            for tokens, conflict_base, conflict_source, conflict_target in key_conflicts:
-                resolution = None if strategy == "fail" else strategy
-                conflicts.append(
-                    MergeConflict(
+        by_space: dict[str, list[str]] = {}
+        for space, key in engine.changed_keys(base_ranges, source_ranges):
+            by_space.setdefault(space, []).append(key)
+        points = ((base_record, base_version), (source_record, now), (target_record, now))
+        source_moved = sum(len(keys) for keys in by_space.values())
+        most = max(_TARGET_CHANGES_READ, 4 * source_moved) if source_moved else 0
+        target_moved = _target_changes(engine, base_ranges, target_ranges, most)
+        for space in sorted(by_space):  # in (space, key) order
+            keys = sorted(by_space[space])
+            whole = space != "json"  # kv values merge whole, JSON documents per member
+            space_writes: dict[str, Any] = {}
+            for start in range(0, len(keys), _KEYS_PER_READ):
+                for key, base_value, source_value, target_value in _moved(
+                    engine, space, keys[start : start + _KEYS_PER_READ], points, target_moved
+                ):
+                    if whole and target_value is base_value:
+                        # The target holds the base's value: the source's wins whole,
+                        # as _merge_key would find.
+                        if not _same(base_value, source_value):
+                            applied.append(
+                                MergeChange(
+                                    space, key, "$", _shown(base_value), _shown(source_value)
+                                )
+                            )
+                            space_writes[key] = source_value
+                        continue
+                    merged = _merge_key(
                         space,
                         key,
-                        jsonpath.format_path(tokens),
-                        _shown(conflict_base),
-                        _shown(conflict_source),
-                        _shown(conflict_target),
-                        resolution,
+                        base_value,
+                        source_value,
+                        target_value,
+                        strategy,
+                        applied,
+                        conflicts,
                     )
-                )
-                if strategy == "source":
-                    merged = _put(merged, tokens, conflict_source)
-                    key_applied.append((tokens, conflict_target, conflict_source))
-            applied += [
-                MergeChange(space, key, jsonpath.format_path(tokens), _shown(old), _shown(new))
-                for tokens, old, new in key_applied
-            ]
-            if not same(merged, target_value):
-                writes.append((space, key, merged))
+                    if not _same(merged, target_value):
+                        space_writes[key] = merged
+            if space_writes:
+                writes[space] = space_writes
 
         if conflicts and strategy == "fail":
             raise MergeConflictError(
@@ -281,7 +453,6 @@ def merge_branches(
                 conflicts,
             )
 
-        target_ranges = engine.ranges(target_record, now)
         source_events = _events_to_carry(engine, source_ranges, target_ranges)
         new_events = [e for e in source_events if not _in_log(engine, base_ranges, e.origin)]
         base_point = (base_record.name, base_version)
@@ -305,8 +476,8 @@ def merge_branches(
             )
         write.merged_from(source_record.id, now)
         version = write.commit()
-        for space, key, value in writes:
-            engine.write_value(write, space, key, value, validated=True)
+        for space in sorted(writes):  # one statement per space for most entries
+            engine.write_values(write, space, writes[space], validated=True)
         carried = 0
         if events == "append":
             for event in source_events:
