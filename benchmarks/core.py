@@ -4,7 +4,8 @@ Run it from the repository root::
 
     .venv/bin/python benchmarks/core.py           # the full run (well under two minutes)
     .venv/bin/python benchmarks/core.py --quick   # a smoke run with small sizes
-    .venv/bin/python benchmarks/core.py --diff-only   # only the diffs, against the peers
+    .venv/bin/python benchmarks/core.py --diff-only   # only the diffs and merges, against the peers
+    .venv/bin/python benchmarks/core.py --merge-only  # only the merges, against the peers
 
 Every figure is a median over several repetitions. Where a figure has a baseline, the two
 are measured interleaved (A, B, A, B, ...), so that a noisy machine slows both alike, and
@@ -28,6 +29,11 @@ The figures:
    they are installed (``pip install doltlite stratadb==1.2.7``; each runs in a worker
    process of its own, ``benchmarks/peers.py``, timed call by call between rewinddb's).
    Without them the figures are printed without that baseline, and a note says so.
+   Next to them, ``db.branches.merge`` of a source that changed 1,000 of 10,000 keys into a
+   target that changed nothing, and into one that changed 1,000 other keys (three-way),
+   against DoltLite's ``dolt_merge('--no-ff', ...)`` and StrataDB's ``branches.merge``:
+   each call forks a fresh target and source and writes their changes untimed, then
+   times the merge alone.
 """
 
 from __future__ import annotations
@@ -66,7 +72,7 @@ from _report import (
     timed,
     us,
 )
-from peers import Peer, changed_indexes, diff_key, diff_value
+from peers import Peer, changed_indexes, diff_key, diff_value, target_indexes
 
 import rewinddb
 
@@ -110,6 +116,9 @@ class Sizes:
     diff_big_changed: int = 10  # of which the branch changes
     diff_calls: int = 31  # timed diffs, per side
     diff_cold: int = 5  # timed first diffs after reopening
+    merge_keys: int = 10_000  # keys on default for the merges
+    merge_changed: int = 1_000  # of which the source changes (and the target other ones)
+    merge_calls: int = 15  # timed merges, per side (each on a fresh source and target)
 
 
 FULL_RUN = Sizes()
@@ -129,6 +138,9 @@ QUICK_RUN = Sizes(
     diff_big_keys=20_000,
     diff_calls=7,
     diff_cold=3,
+    merge_keys=2_000,
+    merge_changed=200,
+    merge_calls=5,
 )
 
 
@@ -703,11 +715,17 @@ def diffed(directory: Path, keys: int, changed: int) -> rewinddb.Database:
 
 
 def peer_samples(
-    calls: int, fn: Callable[[], Any], peers: list[Peer], expected: int
+    calls: int,
+    fn: Callable[[], Any],
+    peers: list[Peer],
+    expected: int,
+    *,
+    prepare: Callable[[], Any] | None = None,
+    what: str = "diff rows",
 ) -> tuple[float, dict[str, float]]:
     """Median seconds of ``fn`` and of each peer's built workload, called in turn (the
     order reversing every round, as in ``samples``); a peer's time is measured in its
-    worker, around its call alone."""
+    worker, around its call alone. ``prepare`` runs untimed before each call of ``fn``."""
     local: list[float] = []
     remote: dict[str, list[float]] = {peer.name: [] for peer in peers}
     turn: list[Peer | None] = [None, *peers]
@@ -715,10 +733,12 @@ def peer_samples(
         for _ in range(calls):
             for who in turn:
                 if who is None:
+                    if prepare is not None:
+                        prepare()
                     local.append(timed(fn))
                 else:
                     seconds, count = who.call()
-                    expect(count, expected, f"{who.name}'s diff rows")
+                    expect(count, expected, f"{who.name}'s {what}")
                     remote[who.name].append(seconds)
             turn.reverse()
     return statistics.median(local), {
@@ -777,7 +797,99 @@ def measure_diff_case(
     return ours
 
 
-def measure_diff(sizes: Sizes, report: Report) -> None:
+#: What each peer's merge is.
+MERGE_LABELS = {
+    "doltlite": "DoltLite dolt_merge('--no-ff')",
+    "stratadb": "StrataDB branches.merge",
+}
+
+
+class MergeCalls:
+    """rewinddb's side of a merge figure: ``prepare`` forks ``t<n>`` from default and
+    ``s<n>`` from it and writes their changes (``kv.put_many``, one version each), ``call``
+    merges ``s<n>`` into ``t<n>``; ``applied`` is how many changes the receipt lists."""
+
+    def __init__(self, db: rewinddb.Database, keys: int, changed: int, target_changed: bool):
+        self.db, self.keys, self.changed = db, keys, changed
+        self.target_changed = target_changed
+        self.calls, self.applied = 0, 0
+
+    def prepare(self) -> None:
+        db, n = self.db, self.calls
+        self.calls += 1
+        db.branches.fork("default", f"t{n}")
+        db.branches.fork(f"t{n}", f"s{n}")
+        db.at(f"s{n}").kv.put_many(
+            {diff_key(i): diff_value(i, True) for i in changed_indexes(self.keys, self.changed)}
+        )
+        if self.target_changed:
+            db.at(f"t{n}").kv.put_many(
+                {diff_key(i): diff_value(i, True) for i in target_indexes(self.keys, self.changed)}
+            )
+
+    def call(self) -> None:
+        n = self.calls - 1
+        self.applied = len(self.db.branches.merge(f"s{n}", f"t{n}").applied)
+
+
+def measure_merge_case(
+    sizes: Sizes, report: Report, peers: list[Peer], target_changed: bool
+) -> float:
+    """One merge figure against every peer; rewinddb's median."""
+    keys, changed = sizes.merge_keys, sizes.merge_changed
+    expected = len(changed_indexes(keys, changed))
+    for peer in peers:
+        peer.build("merge", keys=keys, changed=changed, target_changed=int(target_changed))
+    with scratch() as directory:
+        db = rewinddb.open(directory)
+        try:
+            db.kv.put_many({diff_key(i): diff_value(i, False) for i in range(keys)})
+            calls = MergeCalls(db, keys, changed, target_changed)
+            calls.prepare()
+            calls.call()  # once untimed: the receipt is checked
+            expect(calls.applied, expected, "merge changes applied")
+
+            def call() -> None:
+                calls.call()
+
+            ours, theirs = peer_samples(
+                sizes.merge_calls,
+                call,
+                peers,
+                expected,
+                prepare=calls.prepare,
+                what="merged changes",
+            )
+            expect(calls.applied, expected, "merge changes applied")
+        finally:
+            db.close()
+    target = f"target changed {expected:,} other keys" if target_changed else "target unchanged"
+    label = f"branches.merge, {expected:,} of {keys:,} keys changed, {target}"
+    report.add(Row(label, ms(ours)))
+    for peer in peers:
+        report.add(
+            Row(
+                f"  vs {MERGE_LABELS[peer.name]} {peer.version}",
+                ms(ours),
+                ms(theirs[peer.name]),
+                ours / theirs[peer.name],
+                Target("<=", 2, "<= 2") if peer.name == "doltlite" else None,
+            )
+        )
+    return ours
+
+
+def measure_merge(sizes: Sizes, report: Report, peers: list[Peer]) -> None:
+    report.section(
+        f"8. branches.merge, a fresh source and target each call (median of "
+        f"{sizes.merge_calls}, interleaved with the peers' merges)"
+    )
+    measure_merge_case(sizes, report, peers, target_changed=False)
+    measure_merge_case(sizes, report, peers, target_changed=True)
+
+
+def start_peers() -> tuple[list[Peer], list[str]]:
+    """A worker of every peer that starts, and why the others did not."""
     peers: list[Peer] = []
     missing: list[str] = []
     for name in PEER_LABELS:
@@ -786,34 +898,50 @@ def measure_diff(sizes: Sizes, report: Report) -> None:
             peers.append(started)
         else:
             missing.append(f"{name}: {started}")
+    return peers, missing
+
+
+def measure_diff(sizes: Sizes, report: Report, *, diffs: bool = True) -> None:
+    """Section 8: the diffs (unless not ``diffs``) and the merges, against the peers."""
+    peers, missing = start_peers()
     try:
-        report.section(
-            f"8. db.diff of two branches, every change fetched (median of {sizes.diff_calls}, "
-            "interleaved with the peers' diffs)"
-        )
-        measure_diff_case(sizes, report, peers, sizes.diff_keys, sizes.diff_changed)
-        big = measure_diff_case(sizes, report, peers, sizes.diff_big_keys, sizes.diff_big_changed)
-        report.add(
-            Row(
-                f"db.diff of {sizes.diff_big_changed} of {sizes.diff_big_keys:,} keys, target",
-                ms(big),
-                target=Target("<", 0.001, "< 1 ms"),
-                checked=big,
-            )
-        )
+        if diffs:
+            measure_diffs(sizes, report, peers)
+        measure_merge(sizes, report, peers)
     finally:
         for peer in peers:
             peer.close()
     if missing:
         report.note(
-            "diff figures without a peer's baseline (pip install doltlite stratadb==1.2.7 "
-            "to compare): " + "; ".join(missing)
+            "diff and merge figures without a peer's baseline (pip install doltlite "
+            "stratadb==1.2.7 to compare): " + "; ".join(missing)
         )
-    if any(peer.name == "stratadb" for peer in peers) and sizes.diff_big_keys > STRATA_MOST_KEYS:
+    if (
+        diffs
+        and any(peer.name == "stratadb" for peer in peers)
+        and sizes.diff_big_keys > STRATA_MOST_KEYS
+    ):
         report.note(
             f"StrataDB is not run at {sizes.diff_big_keys:,} keys: it takes at most 1,000 "
             "keys per batch, and building that state takes about half a minute"
         )
+
+
+def measure_diffs(sizes: Sizes, report: Report, peers: list[Peer]) -> None:
+    report.section(
+        f"8. db.diff of two branches, every change fetched (median of {sizes.diff_calls}, "
+        "interleaved with the peers' diffs)"
+    )
+    measure_diff_case(sizes, report, peers, sizes.diff_keys, sizes.diff_changed)
+    big = measure_diff_case(sizes, report, peers, sizes.diff_big_keys, sizes.diff_big_changed)
+    report.add(
+        Row(
+            f"db.diff of {sizes.diff_big_changed} of {sizes.diff_big_keys:,} keys, target",
+            ms(big),
+            target=Target("<", 0.001, "< 1 ms"),
+            checked=big,
+        )
+    )
 
 
 # -- main ------------------------------------------------------------------------
@@ -823,7 +951,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a fast smoke run, smaller sizes")
     parser.add_argument(
-        "--diff-only", action="store_true", help="only the diff figures (8), with the peers"
+        "--diff-only",
+        action="store_true",
+        help="only the diff and merge figures (8), with the peers",
+    )
+    parser.add_argument(
+        "--merge-only", action="store_true", help="only the merge figures (8), with the peers"
     )
     return parser.parse_args(argv)
 
@@ -844,7 +977,7 @@ def main(argv: list[str]) -> int:
     print()
     started = time.perf_counter()
     report = Report()
-    if not args.diff_only:
+    if not (args.diff_only or args.merge_only):
         measure_seed(sizes, report)
         measure_fork(sizes, report)
         measure_history(sizes, report)
@@ -852,7 +985,7 @@ def main(argv: list[str]) -> int:
         measure_commits(sizes, report)
         measure_depth(sizes, report)
         measure_event_log(sizes, report)
-    measure_diff(sizes, report)
+    measure_diff(sizes, report, diffs=not args.merge_only)
     print(report.render())
     print(f"\nmeasured in {time.perf_counter() - started:.1f} s")
     return 0

@@ -14,6 +14,12 @@ The commands:
 - ``{"op": "build", "workload": "diff", "keys": N, "changed": K}``: a table (or store) of
   N keys with a branch ``run`` that changed every (N // K)-th of them; answers
   ``{"seconds": build time, "size": ...}``;
+- ``{"op": "build", "workload": "merge", "keys": N, "changed": K, "target_changed": 0|1}``:
+  the same N keys; each timed call then forks a target from them and a source from the
+  target, changes K keys on the source (every (N // K)-th, ``diff_value(i, True)``) and,
+  with ``target_changed``, the K keys after those on the target, untimed, and times the
+  merge of the source into the target alone (a merge commit: DoltLite's ``--no-ff``);
+  the count is how many of the source's changes the target holds after it;
 - ``{"op": "time"}``: one timed call of the workload built last; answers
   ``{"seconds": s, "count": rows the call returned}``;
 - ``{"op": "quit"}``.
@@ -48,6 +54,12 @@ def diff_value(i: int, changed: bool) -> dict[str, object]:
 def changed_indexes(keys: int, changed: int) -> range:
     """The keys the branch changes: every (keys // changed)-th."""
     return range(0, keys, max(1, keys // changed))
+
+
+def target_indexes(keys: int, changed: int) -> range:
+    """The keys a merge's target changes (``target_changed``): the key after each of the
+    source's (``changed_indexes``), so the two sides never change the same key."""
+    return range(1, keys, max(2, keys // changed))
 
 
 # -- DoltLite --------------------------------------------------------------------
@@ -94,6 +106,67 @@ class DoltLiteWorkload:
         return len(rows)
 
 
+class DoltLiteMerge:
+    """The same table committed on ``main``; each call branches ``t<n>`` from it and
+    ``s<n>`` from that, commits the source's changes on ``s<n>`` (and the target's on
+    ``t<n>``), then times ``dolt_merge('--no-ff', 's<n>')`` on ``t<n>``: a merge commit,
+    three-way when the target changed too."""
+
+    def __init__(self, directory: str, keys: int, changed: int, target_changed: bool) -> None:
+        import os
+        import sqlite3  # doltlite was imported first: this is DoltLite's engine
+
+        self.keys, self.changed, self.target_changed = keys, changed, target_changed
+        self.calls = 0
+        self.conn = conn = sqlite3.connect(os.path.join(directory, "peer.db"), isolation_level=None)
+        conn.execute("PRAGMA synchronous = OFF")
+        conn.execute("CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        conn.execute("BEGIN")
+        conn.executemany(
+            "INSERT INTO kv VALUES (?, ?)",
+            ((diff_key(i), json.dumps(diff_value(i, False))) for i in range(keys)),
+        )
+        conn.execute("COMMIT")
+        conn.execute("SELECT dolt_commit('-Am', 'default')").fetchall()
+
+    def _commit_changes(self, branch: str, indexes: range) -> None:
+        conn = self.conn
+        conn.execute("SELECT dolt_checkout(?)", (branch,)).fetchall()
+        conn.execute("BEGIN")
+        conn.executemany(
+            "UPDATE kv SET value = ? WHERE key = ?",
+            ((json.dumps(diff_value(i, True)), diff_key(i)) for i in indexes),
+        )
+        conn.execute("COMMIT")
+        conn.execute("SELECT dolt_commit('-Am', ?)", (branch,)).fetchall()
+
+    def prepare(self) -> None:
+        conn, n = self.conn, self.calls
+        self.calls += 1
+        conn.execute("SELECT dolt_checkout('main')").fetchall()
+        conn.execute("SELECT dolt_branch(?)", (f"t{n}",)).fetchall()
+        conn.execute("SELECT dolt_branch(?, ?)", (f"s{n}", f"t{n}")).fetchall()
+        self._commit_changes(f"s{n}", changed_indexes(self.keys, self.changed))
+        if self.target_changed:
+            self._commit_changes(f"t{n}", target_indexes(self.keys, self.changed))
+        conn.execute("SELECT dolt_checkout(?)", (f"t{n}",)).fetchall()
+
+    def call(self) -> int:
+        ((outcome,),) = self.conn.execute(
+            "SELECT dolt_merge('--no-ff', ?)", (f"s{self.calls - 1}",)
+        ).fetchall()
+        return int(outcome is not None)
+
+    def count(self) -> int:
+        """How many of the source's changes the target holds (after ``call``)."""
+        done = self.conn.execute(
+            "SELECT count(*) FROM kv WHERE value LIKE '%\"done\"%'"
+        ).fetchone()[0]
+        return int(done) - (
+            len(target_indexes(self.keys, self.changed)) if self.target_changed else 0
+        )
+
+
 # -- StrataDB --------------------------------------------------------------------
 
 
@@ -105,17 +178,8 @@ class StrataWorkload:
     BATCH = 1_000
 
     def __init__(self, directory: str, keys: int, changed: int) -> None:
-        import os
 
-        stratadb = importlib.import_module("stratadb")  # optional: not known to type checks
-        self.db = db = stratadb.open(os.path.join(directory, "strata"), ipc="off")
-        for start in range(0, keys, self.BATCH):
-            db.kv.put_many(
-                {
-                    diff_key(i): json.dumps(diff_value(i, False))
-                    for i in range(start, min(keys, start + self.BATCH))
-                }
-            )
+        self.db = db = self.populated(directory, keys)
         db.branches.fork("default", "run")
         run = db.at(branch="run")
         picked = list(changed_indexes(keys, changed))
@@ -127,9 +191,65 @@ class StrataWorkload:
                 }
             )
 
+    @classmethod
+    def populated(cls, directory: str, keys: int) -> Any:
+        """A StrataDB store in ``directory`` with ``keys`` keys on default."""
+        import os
+
+        stratadb = importlib.import_module("stratadb")  # optional: not known to type checks
+        db = stratadb.open(os.path.join(directory, "strata"), ipc="off")
+        for start in range(0, keys, cls.BATCH):
+            db.kv.put_many(
+                {
+                    diff_key(i): json.dumps(diff_value(i, False))
+                    for i in range(start, min(keys, start + cls.BATCH))
+                }
+            )
+        return db
+
     def call(self) -> int:
         result = self.db.branches.diff("default", "run")
         return sum(len(s.added) + len(s.removed) + len(s.modified) for s in result.spaces)
+
+
+class StrataMerge:
+    """The same keys; each call forks ``t<n>`` from default and ``s<n>`` from that (its
+    merge needs a direct fork lineage), writes the source's changes on ``s<n>`` (and the
+    target's on ``t<n>``), then times ``db.branches.merge("s<n>", "t<n>")``."""
+
+    def __init__(self, directory: str, keys: int, changed: int, target_changed: bool) -> None:
+        self.keys, self.changed, self.target_changed = keys, changed, target_changed
+        self.calls = 0
+        self.db = StrataWorkload.populated(directory, keys)
+        self.outcome: Any = None
+
+    def _write(self, branch: str, indexes: range) -> None:
+        picked = list(indexes)
+        view = self.db.at(branch=branch)
+        for start in range(0, len(picked), StrataWorkload.BATCH):
+            view.kv.put_many(
+                {
+                    diff_key(i): json.dumps(diff_value(i, True))
+                    for i in picked[start : start + StrataWorkload.BATCH]
+                }
+            )
+
+    def prepare(self) -> None:
+        n = self.calls
+        self.calls += 1
+        self.db.branches.fork("default", f"t{n}")
+        self.db.branches.fork(f"t{n}", f"s{n}")
+        self._write(f"s{n}", changed_indexes(self.keys, self.changed))
+        if self.target_changed:
+            self._write(f"t{n}", target_indexes(self.keys, self.changed))
+
+    def call(self) -> int:
+        n = self.calls - 1
+        self.outcome = self.db.branches.merge(f"s{n}", f"t{n}")
+        return 1
+
+    def count(self) -> int:
+        return len(self.outcome.applied)
 
 
 # -- the benchmark's side ---------------------------------------------------------
@@ -229,7 +349,7 @@ def serve(peer: str) -> None:
         print(json.dumps({"missing": f"{peer} is not installed ({error})"}), flush=True)
         return
     print(json.dumps({"peer": peer, "version": found}), flush=True)
-    workload: DoltLiteWorkload | StrataWorkload | None = None
+    workload: DoltLiteWorkload | StrataWorkload | DoltLiteMerge | StrataMerge | None = None
     with tempfile.TemporaryDirectory(prefix=f"rewinddb-peer-{peer}-") as scratch:
         for line in sys.stdin:
             command = json.loads(line)
@@ -239,18 +359,31 @@ def serve(peer: str) -> None:
             try:
                 if op == "build":
                     directory = tempfile.mkdtemp(dir=scratch)
-                    kind = DoltLiteWorkload if peer == "doltlite" else StrataWorkload
                     start = time.perf_counter()
-                    workload = kind(directory, command["keys"], command["changed"])
+                    if command.get("workload") == "merge":
+                        merge = DoltLiteMerge if peer == "doltlite" else StrataMerge
+                        workload = merge(
+                            directory,
+                            command["keys"],
+                            command["changed"],
+                            bool(command.get("target_changed")),
+                        )
+                    else:
+                        kind = DoltLiteWorkload if peer == "doltlite" else StrataWorkload
+                        workload = kind(directory, command["keys"], command["changed"])
                     answer: dict[str, object] = {"seconds": time.perf_counter() - start}
                 elif op == "time":
                     assert workload is not None, "build first"
+                    if isinstance(workload, (DoltLiteMerge, StrataMerge)):
+                        workload.prepare()  # untimed: a fresh source and target
                     gc.collect()
                     gc.disable()
                     start = time.perf_counter()
                     count = workload.call()
                     answer = {"seconds": time.perf_counter() - start, "count": count}
                     gc.enable()
+                    if isinstance(workload, (DoltLiteMerge, StrataMerge)):
+                        answer["count"] = workload.count()
                 else:
                     answer = {"error": f"unknown op {op!r}"}
             except Exception as error:  # reported to the benchmark, which goes on without
