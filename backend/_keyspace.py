@@ -37,9 +37,10 @@ class KeySpace:
         check_name(key, "key")
         engine = self._engine
         with engine.conn.lock, engine.memory.reading():
-            found = engine.read_in_server(self._branch, as_of, self.space, key)
-            if found is not None:
-                return found[0]
+            if engine.conn.routines:
+                found = engine.read_in_server(self._branch, as_of, self.space, key)
+                if found is not None:
+                    return found[0]
             record = engine.branch(self._branch)
             version = engine.resolve_as_of(record, as_of)
             return engine.read_value(record, version, self.space, key)

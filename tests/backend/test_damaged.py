@@ -205,7 +205,8 @@ def _column_damages() -> Iterator[Damage]:
                 values["real"] = "1.5"
             else:
                 values["integer"] = "42"
-            rowid = col == "id"  # INTEGER PRIMARY KEY: SQLite refuses a non-integer
+            # INTEGER PRIMARY KEY (the rowid): SQLite refuses a non-integer.
+            rowid = col == "id" or (name == "rewind_commits" and col == "version")
             for kind, value in values.items():
                 if kind in ("null", "text", "real") and rowid:
                     continue
