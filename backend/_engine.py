@@ -21,7 +21,7 @@ from ._clock import CLOCK, INSERT_COMMIT, NEXT_COMMIT, next_commit
 from ._connection import Connection
 from ._horizons import Horizon, horizon
 from ._memory import UNKNOWN as UNKNOWN
-from ._values import validate
+from ._values import loads, validate
 from .errors import (
     BranchNotFound,
     CorruptDatabaseError,
@@ -97,9 +97,14 @@ def _check_acyclic(steps: list[tuple[BranchRecord, int]]) -> None:
 def check_name(value: Any, what: str) -> str:
     """Keys, branch names and event types: non-empty strings without NUL."""
     # The usual name, settled in one test (ASCII text holds no lone surrogate).
-    if type(value) is str and 0 < len(value) <= 1024 and value.isascii():
-        if "\x00" not in value and not value.isspace():
-            return value
+    if (
+        type(value) is str
+        and 0 < len(value) <= 1024
+        and value.isascii()
+        and "\x00" not in value
+        and not value.isspace()
+    ):
+        return value
     if not isinstance(value, str):
         raise InvalidInputError(
             f"{what} must be a string, not {type(value).__name__}", code=f"invalid.{what}"
@@ -779,6 +784,29 @@ class Engine:
         if kind == KIND_BYTES:
             return bytes(body or b"")
         return self.arrays.decode(bytes(body or b"null"), None if refs is None else bytes(refs))
+
+    def decode_many(self, forms: list[tuple[int, bytes | None, bytes | None] | None]) -> list[Any]:
+        """The values of stored forms (``(kind, body, refs)``; None: ``MISSING``), in
+        order. JSON stored whole (its body is the value's JSON) is parsed in one call for
+        all of them (diffs and merges decode many); the rest one by one (``decode``)."""
+        whole = [
+            form[1] or b"null"
+            for form in forms
+            if form is not None and form[0] == KIND_JSON and form[2] is None
+        ]
+        parsed: list[Any] = loads(b"[" + b",".join(whole) + b"]") if whole else []
+        if len(parsed) == len(forms):  # all stored whole: the common case
+            return parsed
+        values: list[Any] = []
+        next_parsed = iter(parsed).__next__
+        for form in forms:
+            if form is None:
+                values.append(MISSING)
+            elif form[0] == KIND_JSON and form[2] is None:
+                values.append(next_parsed())
+            else:
+                values.append(self.decode(*form))
+        return values
 
     def read_in_server(self, branch: str, as_of: AsOf, space: str, key: str) -> tuple[Any] | None:
         """``(value,)`` of ``key`` on ``branch`` at ``as_of`` (now, or a version) read by one

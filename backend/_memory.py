@@ -90,9 +90,9 @@ class Memory:
     def get(self, slot: str, key: Hashable = None) -> Any:
         """The answer held for ``key`` in ``slot``, or ``UNKNOWN``."""
         read_once = self._read_once  # (``_valid``, inlined for a read block: every read)
-        if read_once is None or read_once[0] is None or read_once[0] != self._token:
-            if not self._valid():
-                return UNKNOWN
+        token = None if read_once is None else read_once[0]
+        if (token is None or token != self._token) and not self._valid():
+            return UNKNOWN
         held = self._answers.get((slot, key))
         return UNKNOWN if held is None else held[0]
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _decoding, jsonpath, rendering
-from ._engine import KIND_JSON, MISSING, NO_VALUE, BranchRecord, Engine
-from ._values import loads, same, short_text
+from ._engine import MISSING, NO_VALUE, BranchRecord, Engine
+from ._values import same, short_text
 from .events import events_between
 from .models import Change as Change
 from .models import ChangeKind as ChangeKind
@@ -175,37 +175,11 @@ def diff_readable(
 def diff_values(
     primitive: str, key: str, old: Any, new: Any, tokens: tuple[jsonpath.Token, ...] = ()
 ) -> list[Change]:
-    """Structural changes from ``old`` to ``new`` (either may be ``MISSING``)."""
-    if same(old, new):
-        return []
-    path = jsonpath.format_path(tokens)
-    if old is MISSING:
-        return [Change(primitive, key, path, "added", None, new)]
-    if new is MISSING:
-        return [Change(primitive, key, path, "removed", old, None)]
-    if isinstance(old, dict) and isinstance(new, dict):
-        changes: list[Change] = []
-        for member in sorted(old.keys() | new.keys()):
-            changes += diff_values(
-                primitive,
-                key,
-                old.get(member, MISSING),
-                new.get(member, MISSING),
-                (*tokens, member),
-            )
-        return changes
-    if isinstance(old, list) and isinstance(new, list):
-        changes = []
-        for index in range(max(len(old), len(new))):
-            changes += diff_values(
-                primitive,
-                key,
-                old[index] if index < len(old) else MISSING,
-                new[index] if index < len(new) else MISSING,
-                (*tokens, index),
-            )
-        return changes
-    return [Change(primitive, key, path, "changed", old, new)]
+    """Structural changes from ``old`` to ``new`` (either may be ``MISSING``), at the path
+    ``tokens`` names."""
+    changes: list[Change] = []
+    _walk(primitive, key, old, new, jsonpath.format_path(tokens), changes)
+    return changes
 
 
 def _shown(value: Any, memo: dict[Any, Any] | None) -> Any:
@@ -279,7 +253,7 @@ def _space_changes(
             stored_b = None if row_b is None or row_b.kind in NO_VALUE else row_b[:3]
             if stored_a != stored_b:
                 differing.append((key, stored_a, stored_b))
-        values = _decoded(engine, [stored for _, *pair in differing for stored in pair])
+        values = engine.decode_many([stored for _, *pair in differing for stored in pair])
         for index, (key, _, _) in enumerate(differing):
             old, new = values[2 * index], values[2 * index + 1]
             if memo is None:
@@ -289,30 +263,6 @@ def _space_changes(
     return changes
 
 
-def _decoded(engine: Engine, stored: list[Any]) -> list[Any]:
-    """The values of stored forms (None: ``MISSING``), in order. JSON stored whole (no
-    shared arrays: its body is the value's JSON) is parsed in one call for all; the
-    rest is decoded one by one (``Engine.decode``)."""
-    whole = [
-        form[1] or b"null"
-        for form in stored
-        if form is not None and form[0] == KIND_JSON and form[2] is None
-    ]
-    parsed: list[Any] = loads(b"[" + b",".join(whole) + b"]") if whole else []
-    if len(parsed) == len(stored):  # all stored whole: the common case
-        return parsed
-    values: list[Any] = []
-    next_parsed = iter(parsed).__next__
-    for form in stored:
-        if form is None:
-            values.append(MISSING)
-        elif form[0] == KIND_JSON and form[2] is None:
-            values.append(next_parsed())
-        else:
-            values.append(engine.decode(*form))
-    return values
-
-
 #: Types whose values are the same stored value exactly when they are ``==`` and of one
 #: type (``True == 1`` and ``1 == 1.0``, but JSON tells them apart; floats go through
 #: ``same``, which also tells ``0.0`` from ``-0.0``).
@@ -320,10 +270,10 @@ _EXACT = frozenset((str, int, bool, type(None)))
 
 
 def _walk(primitive: str, key: str, old: Any, new: Any, path: str, out: list[Change]) -> None:
-    """Append ``diff_values(primitive, key, old, new)`` at ``path`` to ``out``: the same
-    changes in the same order, with each path built from its parent's, scalars compared
-    by type and ``==``, and an equal subtree compared once (``==``, then ``same``), not
-    again at every level below it."""
+    """Append the structural changes from ``old`` to ``new`` at ``path`` to ``out``,
+    members in sorted order and items by index, each path built from its parent's:
+    scalars are compared by type and ``==``, and an equal subtree once (``==``, then
+    ``same``), not again at every level below it."""
     if old is new:
         return
     if old is MISSING:

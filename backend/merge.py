@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import jsonpath
-from ._engine import KIND_JSON, MISSING, NO_VALUE, BranchRecord, Engine, EntryRow
-from ._values import loads, same
+from ._engine import MISSING, NO_VALUE, BranchRecord, Engine, EntryRow
+from ._values import same
 from .errors import InvalidInputError, MergeConflictError
 from .events import append_event, identity
 
@@ -292,7 +292,7 @@ def _moved(
             continue  # the target has the source's value already
         picked.append(key)
         forms += (base_form, source_form, target_form)
-    values = _decoded(engine, forms)
+    values = engine.decode_many(forms)
     found = []
     for index, key in enumerate(picked):
         base_value, source_value, target_value = values[3 * index : 3 * index + 3]
@@ -300,31 +300,6 @@ def _moved(
             target_value = base_value  # one value: later checks settle by identity
         found.append((key, base_value, source_value, target_value))
     return found
-
-
-def _decoded(
-    engine: Engine, forms: list[tuple[int, bytes | None, bytes | None] | None]
-) -> list[Any]:
-    """The values of stored forms (None: ``MISSING``), in order; JSON stored whole (its
-    body is the value's JSON) is parsed in one call for all, the rest one by one."""
-    whole = [
-        form[1] or b"null"
-        for form in forms
-        if form is not None and form[0] == KIND_JSON and form[2] is None
-    ]
-    parsed: list[Any] = loads(b"[" + b",".join(whole) + b"]") if whole else []
-    if len(parsed) == len(forms):
-        return parsed
-    values: list[Any] = []
-    next_parsed = iter(parsed).__next__
-    for form in forms:
-        if form is None:
-            values.append(MISSING)
-        elif form[0] == KIND_JSON and form[2] is None:
-            values.append(next_parsed())
-        else:
-            values.append(engine.decode(*form))
-    return values
 
 
 def _merge_key(
