@@ -30,7 +30,7 @@ of the items written (no parsing, and the very objects written). The slot
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._connection import Connection
 from ._memory import UNKNOWN
@@ -316,18 +316,18 @@ class SharedArrays:
         # An array's first n items never change: the longest read of it answers any
         # shorter one (older versions of a list that grew, read one after another), and
         # a longer one reads only the items past it (the same versions, oldest first).
-        longest = self.memory.get("array_read", seq)
-        have = 0 if longest is UNKNOWN else len(longest)
+        longest: _Kept = self.memory.get("array_read", seq)
+        have = 0 if longest is UNKNOWN else len(longest.items)
         if have >= length:
-            return list(longest[:length]) if pairs else _copied_items(longest, length)
+            return list(longest.items[:length]) if pairs else _copied_items(longest, length)
         tail = self._read_rows(seq, length, first=have)
         flat = _flat_items(tail)
         if flat is not None:
-            grown = longest + flat if have else flat
-            self.memory.put("array_read", seq, grown, size=flat_size(grown))
+            grown = _joined(longest, flat) if have else flat
+            self.memory.put("array_read", seq, grown, size=grown.size)
         if not have:
             return tail
-        return (list(longest) if pairs else _copied_items(longest, have)) + tail
+        return (list(longest.items) if pairs else _copied_items(longest, have)) + tail
 
     def _read_rows(self, seq: int, length: int, first: int = 0) -> list[Any]:
         """Items ``first`` to ``length - 1`` of array ``seq`` (through its bases), from the
@@ -378,35 +378,49 @@ class SharedArrays:
         return [(tuple(p), s, n) for p, s, n in loads(refs)]
 
 
-def _flat_items(items: list[Any]) -> tuple[Any, ...] | None:
+#: What a :class:`_Kept` holds: texts and numbers only, lists (as tuples) only, or both.
+_SCALAR_ITEMS, _LIST_ITEMS, _MIXED_ITEMS = 1, 2, 3
+
+
+class _Kept(NamedTuple):
+    """Slot ``array_read``: the longest read of an array, kept for reading again."""
+
+    items: tuple[Any, ...]  # immutable scalars, and lists of them as tuples
+    shape: int  # _SCALAR_ITEMS, _LIST_ITEMS or _MIXED_ITEMS (or 0 for no items)
+    size: int  # about what the items hold in memory, as bytes
+
+
+def _flat_items(items: list[Any]) -> _Kept | None:
     """``items`` kept for reading again, when each is an immutable scalar or a list of
     them (a shared object's ``[key, value]`` pairs); None otherwise."""
     kept = []
+    shape = size = 0
     for item in items:
-        if type(item) in _SCALARS:
+        kind = type(item)
+        if kind in _SCALARS:
             kept.append(item)
-        elif type(item) is list and all(type(part) in _SCALARS for part in item):
+            shape |= _SCALAR_ITEMS
+            size += len(item) if kind is str else 8
+        elif kind is list and all(type(part) in _SCALARS for part in item):
             kept.append(tuple(item))
+            shape |= _LIST_ITEMS
+            size += sum(len(str(part)) for part in item)
         else:
             return None
-    return tuple(kept)
+    return _Kept(tuple(kept), shape, size + 16 * len(kept))
 
 
-def flat_size(items: tuple[Any, ...]) -> int:
-    """About what ``items`` hold in memory, as bytes."""
-    return sum(
-        len(item)
-        if isinstance(item, str)
-        else sum(len(str(p)) for p in item)
-        if isinstance(item, tuple)
-        else 8
-        for item in items
-    ) + 16 * len(items)
+def _joined(first: _Kept, then: _Kept) -> _Kept:
+    return _Kept(first.items + then.items, first.shape | then.shape, first.size + then.size)
 
 
-def _copied_items(kept: tuple[Any, ...], length: int) -> list[Any]:
+def _copied_items(kept: _Kept, length: int) -> list[Any]:
     """The first ``length`` items of ``kept`` as a reader may change them (lists anew)."""
-    return [list(item) if type(item) is tuple else item for item in kept[:length]]
+    if kept.shape == _SCALAR_ITEMS:
+        return list(kept.items[:length])
+    if kept.shape == _LIST_ITEMS:
+        return list(map(list, kept.items[:length]))
+    return [list(item) if type(item) is tuple else item for item in kept.items[:length]]
 
 
 def _base_of(seq: int, base: Any) -> int:

@@ -34,8 +34,7 @@ import operator
 import pickle
 import threading
 from collections.abc import Sequence
-from itertools import repeat
-from typing import Any, NamedTuple
+from typing import Any
 
 import ormsgpack
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -213,19 +212,8 @@ class Encoder:
 
 _PLAIN, _COPIED, _PICKLED = "plain", "copied", "pickled"
 
-
-class _Copy(NamedTuple):
-    """How the decoder gives again a value it must copy (an immutable value is
-    remembered as it is instead)."""
-
-    how: str  # plain, copied or pickled
-    value: Any
-
-
 #: What the decoder's memory gives for an item it does not hold.
 _NOT_HELD: Any = type("NotHeld", (), {"__slots__": ()})()
-#: The types of what a lookup found that :meth:`Decoder.items` must not return as it is.
-_NOT_AS_IS = frozenset((_Copy, type(_NOT_HELD)))
 
 
 def _plain(value: Any) -> bool:
@@ -304,62 +292,61 @@ def _copy(recipe: tuple) -> Any:
 
 
 class Decoder:
-    """Loads stored values with the serde, remembering how to copy what it loaded (at
-    most ``max_bytes`` of it)."""
+    """Loads stored values with the serde, remembering what it loaded: immutable values
+    as they are, others as how to copy them (at most ``max_bytes`` of each)."""
 
     def __init__(self, serde: SerializerProtocol, max_bytes: int = 32 * 1024 * 1024) -> None:
         self.serde = serde
+        self._as_is = _Remembered(max_bytes)
         self._remembered = _Remembered(max_bytes)
 
     def item(self, stored: Any) -> Any:
         """The value of one ``"type:base64"`` (or ``[type, base64]``), as
         :func:`load_typed` returns it."""
         key = stored if isinstance(stored, str) else tuple(stored)
-        remembered = self._remembered.get(key, _NOT_HELD)
-        if type(remembered) is _Copy:
-            how, value = remembered.how, remembered.value
+        value = self._as_is.get(key, _NOT_HELD)
+        if value is not _NOT_HELD:
+            return value
+        remembered = self._remembered.get(key)
+        if remembered is not None:
+            how, value = remembered
             if how is _COPIED:
                 return _copy(value)
             if how is _PLAIN:
                 return _copied(*value)
             return pickle.loads(value)
-        if remembered is not _NOT_HELD:
-            return remembered  # immutable: as it is
         kind, data = _split(stored)
         value = self.serde.loads_typed((kind, binascii.a2b_base64(data)))
         self._remember(key, value, len(data))
         return value
 
     def items(self, stored: Sequence[Any]) -> list[Any]:
-        """:meth:`item` of each of ``stored``: those remembered as they are (texts,
-        numbers) are looked up all at once, without a Python call each."""
-        try:
-            found = list(map(self._remembered.values.get, stored, repeat(_NOT_HELD)))
-        except TypeError:  # items stored as [type, base64] pairs
-            return [self.item(item) for item in stored]
-        if not _NOT_AS_IS.isdisjoint(set(map(type, found))):
-            for i, value in enumerate(found):
-                if value is _NOT_HELD or type(value) is _Copy:
-                    found[i] = self.item(stored[i])
-        return found
+        """:meth:`item` of each of ``stored``; when every one is remembered as it is
+        (texts, numbers), in one lookup of all (no Python call each)."""
+        if len(stored) > 1:
+            try:
+                return list(operator.itemgetter(*stored)(self._as_is.values))
+            except (KeyError, TypeError):  # one is not held so, or items are pairs
+                pass
+        return [self.item(item) for item in stored]
 
     def _remember(self, key: Any, value: Any, size: int) -> None:
         """Remembers how to give ``value`` again: as it is (immutable), as a copy of plain
         data or of an object's plain state, else as a pickled copy; a value that none of
         these reproduces is not remembered (the serde decodes it every time)."""
         if isinstance(value, _IMMUTABLE):
-            self._remembered.put(key, value, size)
+            self._as_is.put(key, value, size)
             return
         try:
             if type(value) is dict or type(value) is list:
                 if _plain(value):
                     plan = _plan(value)
-                    self._remembered.put(key, _Copy(_PLAIN, (_copied(value, plan), plan)), 2 * size)
+                    self._remembered.put(key, (_PLAIN, (_copied(value, plan), plan)), 2 * size)
                     return
             else:
                 recipe = _copy_recipe(value)
                 if recipe is not None:
-                    self._remembered.put(key, _Copy(_COPIED, recipe), 2 * size)
+                    self._remembered.put(key, (_COPIED, recipe), 2 * size)
                     return
         except Exception:  # e.g. nested too deep to walk: pickle decides below
             pass
@@ -370,7 +357,7 @@ class Decoder:
         except Exception:  # not picklable, or not comparable: always use the serde
             faithful = False
         if faithful:
-            self._remembered.put(key, _Copy(_PICKLED, pickled), size + len(pickled))
+            self._remembered.put(key, (_PICKLED, pickled), size + len(pickled))
 
     def channel(self, stored: dict) -> Any:
         """A channel value stored by :meth:`Encoder.channel`."""

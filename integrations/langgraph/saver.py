@@ -162,8 +162,7 @@ class _Newest:
         found = bisect.bisect_right(self.versions, version)
         if not found:
             return None if self.complete else _UNREAD
-        entry = self.entries[found - 1]
-        return None if entry.deleted or entry.erased_at is not None else entry.value
+        return self.entries[found - 1].value  # None for a deletion, or a value erased
 
 
 class _Read(NamedTuple):
@@ -369,28 +368,30 @@ class RewindSaver(BaseCheckpointSaver[str]):
         entry: dict | None = None,
     ) -> CheckpointTuple | None:
         """The checkpoint, read in one read transaction (``entry``: its index record, when
-        the caller read it already)."""
-        with self.db.read():  # one consistent read; the decoding below holds no lock
-            if entry is None:
-                key = _names.checkpoint_key(thread_id, checkpoint_ns, checkpoint_id)
-                entry = self.index.get(key)
-            if entry is None:
-                return None
-            read = listing.take(entry) if listing else None
-            if read is None:
+        the caller read it already; ``listing``: what a ``list`` read for it already)."""
+        read = None if listing is None or entry is None else listing.take(entry)
+        if read is not None and entry is not None:  # all read but what the listing holds
+            stored, checkpoint, blobs = read
+            writes = self._write_payloads(entry, checkpoint_id, listing)
+            kept = [self._kept_write(stored, p, listing) for p, stored in writes]
+        else:
+            with self.db.read():  # one consistent read; the decoding below holds no lock
+                if entry is None:
+                    key = _names.checkpoint_key(thread_id, checkpoint_ns, checkpoint_id)
+                    entry = self.index.get(key)
+                if entry is None:
+                    return None
                 view = self.db.at(entry["read"])
                 at = entry["version"]
                 stored = view.kv.get(_names.CHECKPOINT_KEY, as_of=at)
-                checkpoint: Checkpoint = load_typed(self.serde, stored["checkpoint"])
+                checkpoint = load_typed(self.serde, stored["checkpoint"])
                 # The channels in one read (the newest of a key is known to the
                 # connection, so the checkpoint just written reads no row).
                 channels = {_names.channel_key(c): c for c in checkpoint["channel_versions"]}
                 found = view.kv.get_many(list(channels), as_of=at)
                 blobs = {channel: found.get(key) for key, channel in channels.items()}
-            else:
-                stored, checkpoint, blobs = read
-            writes = self._write_payloads(entry, checkpoint_id, listing)
-            kept = [self._kept_write(stored, p, listing) for p, stored in writes]
+                writes = self._write_payloads(entry, checkpoint_id, listing)
+                kept = [self._kept_write(stored, p, listing) for p, stored in writes]
         values: dict[str, Any] = {}
         for channel, version in checkpoint["channel_versions"].items():
             blob = blobs[channel]
