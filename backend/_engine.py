@@ -235,10 +235,15 @@ class WriteContext:
     which the next append in it builds on without reading the log again."""
     previous_hash: str | None = None
     """The hash of the commit before this one, as its allocation read it."""
+    recorded_hash: str | None = None
+    """The hash its row holds until it is sealed: the previous commit's, or the hash it
+    will have if it writes nothing more than it knew at its allocation (the seal then
+    leaves the row alone)."""
     entry_parts: dict[tuple[str, str], bytes] = field(default_factory=dict)
     """What this commit's hash covers of each entry it wrote: its digest (``_commit_hash``)."""
     event_parts: list[bytes] = field(default_factory=list)
     """... and of each event it appended, in order."""
+    _hashed: tuple[tuple[Any, ...], str] | None = field(default=None, repr=False)
 
     def commit(self) -> int:
         """The version of this commit, allocating it (one row) on first use."""
@@ -263,37 +268,52 @@ class WriteContext:
                         self.branch.id,
                     ),
                 )
+                self.version, self.ts, self.previous_hash = int(version), int(ts), previous
+                self.recorded_hash = previous
             else:  # the same row, from what the connection remembers
                 clock, newest_ts, previous = known
-                version, ts = next_commit(clock, newest_ts, now)
+                self.version, self.ts = next_commit(clock, newest_ts, now)
+                self.previous_hash = previous
+                # What it writes may be known already (``write_value``): its final hash.
+                known_parts = self.entry_parts or self.event_parts
+                self.recorded_hash = self.hash_after(previous) if known_parts else previous
                 engine.conn.execute(
                     INSERT_COMMIT,
                     (
-                        version,
+                        self.version,
                         self.branch.id,
-                        ts,
+                        self.ts,
                         self.trigger,
                         self.message,
                         merge_branch,
                         merge_version,
-                        previous,
+                        self.recorded_hash,
                     ),
                 )
-            self.version, self.ts, self.previous_hash = int(version), int(ts), previous
             engine.allocated(self)
         return self.version
 
     def hash_after(self, previous: str | None) -> str:
-        """This commit's hash, chained on ``previous`` (the commit before it)."""
+        """This commit's hash, chained on ``previous`` (the commit before it). The last
+        one computed is kept with what it was computed from: a commit recorded with its
+        final hash at its allocation is not hashed again when it is sealed."""
         merge_branch, merge_version = self.merge_from or (None, None)
         assert self.version is not None
-        fields = (self.version, self.branch.id, self.ts, self.trigger, self.message)
-        return _commit_hash.commit_hash(
-            previous,
-            (*fields, merge_branch, merge_version),
-            self.entry_parts.values(),
-            self.event_parts,
+        fields = (
+            self.version,
+            self.branch.id,
+            self.ts,
+            self.trigger,
+            self.message,
+            merge_branch,
+            merge_version,
         )
+        inputs = (previous, fields, tuple(self.entry_parts.values()), tuple(self.event_parts))
+        if self._hashed is not None and self._hashed[0] == inputs:
+            return self._hashed[1]
+        digest = _commit_hash.commit_hash(previous, fields, inputs[2], inputs[3])
+        self._hashed = (inputs, digest)
+        return digest
 
     def merged_from(self, branch_id: int, version: int) -> None:
         """Record this commit's second parent (also when it was already allocated)."""
@@ -315,6 +335,7 @@ class WriteContext:
             trigger=self.trigger,
             log_head=self.log_head,
             previous_hash=self.previous_hash,
+            recorded_hash=self.recorded_hash,
             entry_parts=dict(self.entry_parts),
             events=len(self.event_parts),
             entry_trigger=self.entry_trigger,
@@ -326,7 +347,7 @@ class WriteContext:
         self.written, self.merge_from = saved.written, saved.merge_from
         self.trigger, self.log_head = saved.trigger, saved.log_head
         self.previous_hash, self.entry_parts = saved.previous_hash, saved.entry_parts
-        self.entry_trigger = saved.entry_trigger
+        self.recorded_hash, self.entry_trigger = saved.recorded_hash, saved.entry_trigger
         del self.event_parts[saved.events :]
 
 
@@ -341,6 +362,7 @@ class SavedContext:
     trigger: str | None
     log_head: tuple[int, str] | None
     previous_hash: str | None
+    recorded_hash: str | None
     entry_parts: dict[tuple[str, str], bytes]
     events: int
     entry_trigger: str | None
@@ -678,9 +700,11 @@ class Engine:
             branch_id = context.branch.id
             digest = context.hash_after(newest.get(branch_id, context.previous_hash))
             newest[branch_id] = digest
-            self.conn.execute(
-                "UPDATE rewind_commits SET hash = ? WHERE version = ?", (digest, context.version)
-            )
+            if digest != context.recorded_hash:
+                self.conn.execute(
+                    "UPDATE rewind_commits SET hash = ? WHERE version = ?",
+                    (digest, context.version),
+                )
             self.memory.put("chain", branch_id, digest)  # what its next commit chains on
 
     def check_fork_source(self, record: BranchRecord) -> None:
@@ -878,10 +902,12 @@ class Engine:
                 previous_refs = self.arrays.refs_of(bytes(previous[1]))
             body, refs = self.arrays.encode(value, shared, previous_refs)
         slot = (space, key)
-        version = context.commit()
+        # Its part of the commit hash first, so a commit this write allocates is recorded
+        # with its final hash when this is all it writes.
         context.entry_parts[slot] = _commit_hash.entry_digest(
             _commit_hash.entry_part(space, key, kind, body, refs, context.entry_trigger)
         )
+        version = context.commit()
         if slot in context.written:
             self.conn.execute(
                 "UPDATE rewind_entries SET kind = ?, body = ?, refs = ?, trigger = ? "
