@@ -754,6 +754,9 @@ class Engine:
         newer than its ancestors', so the newest row found wins. The newest entry now is
         remembered (``entry``): it answers every version from its own on.
         """
+        known = self.memory.get("entry", (record.id, space, key))  # (read_entries' first step)
+        if known is not UNKNOWN and (known is None or known.version <= version):
+            return known  # type: ignore[no-any-return]
         return self.read_entries(record, version, space, [key]).get(key)
 
     def read_entries(
