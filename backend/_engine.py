@@ -45,6 +45,14 @@ NO_VALUE = frozenset((KIND_DELETED, KIND_ERASED))
 Encoded = tuple[int, Union[bytes, None], Any]  # noqa: UP007 - a runtime alias, Python 3.10
 
 
+class StoredValue(NamedTuple):
+    """A value as an entry stores it whole (no shared arrays): what a merge copies from
+    the source's entry instead of encoding the value again (``Engine.write_values``)."""
+
+    kind: int
+    body: bytes | None
+
+
 class _Missing:
     """The value of a key that does not exist (distinct from a stored ``None``)."""
 
@@ -799,11 +807,18 @@ class Engine:
 
     def _remember_entry(self, slot: tuple[int, str, str], row: EntryRow | None) -> None:
         """Remember ``row`` as the newest entry of ``slot`` now (not a large value's)."""
-        size = 0 if row is None else len(row.body or b"") + len(row.refs or b"")
-        if size > _LARGEST_REMEMBERED:
-            self.memory.forget("entry", slot)
-        else:
-            self.memory.put("entry", slot, row, size=size + 100)
+        self._remember_entries([(slot, row)])
+
+    def _remember_entries(self, rows: list[tuple[tuple[int, str, str], EntryRow | None]]) -> None:
+        """``_remember_entry`` of each (slot, row)."""
+        kept = []
+        for slot, row in rows:
+            size = 0 if row is None else len(row.body or b"") + len(row.refs or b"")
+            if size > _LARGEST_REMEMBERED:
+                self.memory.forget("entry", slot)
+            else:
+                kept.append((slot, row, size + 100))
+        self.memory.put_many("entry", kept)
 
     def decode(self, kind: int, body: bytes | None, refs: bytes | None) -> Any:
         if kind in NO_VALUE:
@@ -932,13 +947,17 @@ class Engine:
     def write_values(
         self, context: WriteContext, space: str, values: dict[str, Any], *, validated: bool = False
     ) -> int:
-        """Write several entries (``MISSING``: a deletion) in this commit, keys in sorted
-        order; the entries that need no earlier row go in one statement."""
+        """Write several entries (``MISSING``: a deletion; a ``StoredValue``: another
+        entry's stored form, copied) in this commit, keys in sorted order; the entries
+        that need no earlier row go in one statement."""
         version = context.commit()
         rows = []
         for key in sorted(values):
             value = values[key]
-            encoded = self.encode(value, validated=validated)
+            if type(value) is StoredValue:  # an entry's stored form, written as it is
+                encoded: Encoded = (value.kind, value.body, None)
+            else:
+                encoded = self.encode(value, validated=validated)
             kind, body, shared = encoded
             slot = (space, key)
             if shared or slot in context.written:
@@ -953,11 +972,15 @@ class Engine:
             )
         if rows:
             self.conn.executemany(self._INSERT_ENTRY, rows)
-            for row in rows:
-                branch_id, _, key, _, kind, body, refs, trigger = row
-                self._remember_entry(
-                    (branch_id, space, key), EntryRow(kind, body, refs, version, trigger, branch_id)
-                )
+            self._remember_entries(
+                [
+                    (
+                        (branch_id, space, key),
+                        EntryRow(kind, body, refs, version, trigger, branch_id),
+                    )
+                    for branch_id, _, key, _, kind, body, refs, trigger in rows
+                ]
+            )
         return version
 
     def put_value(

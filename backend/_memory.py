@@ -22,7 +22,7 @@ slot, so that there is one place to look at and one rule to test
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 #: What :meth:`Memory.get` returns for an answer it does not hold.
@@ -98,19 +98,27 @@ class Memory:
 
     def put(self, slot: str, key: Hashable, value: Any, *, size: int = 0) -> None:
         """Hold ``value`` as the answer for ``key`` in ``slot`` (``size``: its bytes)."""
+        self.put_many(slot, ((key, value, size),))
+
+    def put_many(self, slot: str, answers: Iterable[tuple[Hashable, Any, int]]) -> None:
+        """``put`` of several ``(key, value, size)`` answers of one slot, under one look
+        at the token (a write of many entries remembers them all)."""
         token = self._token_now()
         if token is None:
             return
         if token != self._token:  # someone committed since this answer may have been read
             self._answers, self._bytes, self._token = {}, 0, token
             return
-        old = self._answers.pop((slot, key), None)
-        if old is not None:
-            self._bytes -= old[1]
-        if len(self._answers) >= self.limit or self._bytes + size > self.byte_limit:
-            self._answers, self._bytes = {}, 0
-        self._answers[(slot, key)] = (value, size)
-        self._bytes += size
+        held = self._answers
+        for key, value, size in answers:
+            old = held.pop((slot, key), None)
+            if old is not None:
+                self._bytes -= old[1]
+            if len(held) >= self.limit or self._bytes + size > self.byte_limit:
+                held, self._bytes = {}, 0
+                self._answers = held
+            held[(slot, key)] = (value, size)
+            self._bytes += size
 
     def forget(self, slot: str, key: Hashable = None) -> None:
         """Drop one answer (what this connection is about to change, or just changed)."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import jsonpath
-from ._engine import MISSING, NO_VALUE, BranchRecord, Engine, EntryRow
+from ._engine import MISSING, NO_VALUE, BranchRecord, Engine, EntryRow, StoredValue
 from ._values import same
 from .errors import InvalidInputError, MergeConflictError
 from .events import append_event, identity
@@ -255,8 +255,9 @@ def _moved(
     keys: list[str],
     points: tuple[tuple[BranchRecord, int], ...],
     target_moved: set[tuple[str, str]] | None,
-) -> list[tuple[str, Any, Any, Any]]:
-    """(key, base, source, target) values of those of ``keys`` (sorted) that the merge
+) -> list[tuple[str, Any, Any, Any, tuple[int, bytes | None, bytes | None] | None]]:
+    """(key, base, source, target values, the source's stored form) of those of ``keys``
+    (sorted) that the merge
     must look at: the source's stored entry differs from the base's and from the
     target's (equal stored forms hold the same value, so those keys are skipped
     undecoded). The target is read only for keys the source moved, and of those only
@@ -298,7 +299,7 @@ def _moved(
         base_value, source_value, target_value = values[3 * index : 3 * index + 3]
         if forms[3 * index] == forms[3 * index + 2]:
             target_value = base_value  # one value: later checks settle by identity
-        found.append((key, base_value, source_value, target_value))
+        found.append((key, base_value, source_value, target_value, forms[3 * index + 1]))
     return found
 
 
@@ -391,7 +392,7 @@ def merge_branches(
             whole = space != "json"  # kv values merge whole, JSON documents per member
             space_writes: dict[str, Any] = {}
             for start in range(0, len(keys), _KEYS_PER_READ):
-                for key, base_value, source_value, target_value in _moved(
+                for key, base_value, source_value, target_value, source_form in _moved(
                     engine, space, keys[start : start + _KEYS_PER_READ], points, target_moved
                 ):
                     if whole and target_value is base_value:
@@ -403,7 +404,14 @@ def merge_branches(
                                     space, key, "$", _shown(base_value), _shown(source_value)
                                 )
                             )
-                            space_writes[key] = source_value
+                            # Stored whole, it is copied as stored (not encoded again).
+                            form = source_form
+                            whole_form = form is not None and form[2] is None
+                            space_writes[key] = (
+                                StoredValue(form[0], form[1])
+                                if form and whole_form
+                                else source_value
+                            )
                         continue
                     merged = _merge_key(
                         space,
