@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -86,3 +86,36 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+# -- what a call reads (SQLite) ------------------------------------------------------
+
+
+@contextmanager
+def statements(db: rewinddb.Database) -> Iterator[list[str]]:
+    """The SQL statements a SQLite database runs inside the block."""
+    seen: list[str] = []
+    raw = cast(Any, db._engine.conn)._raw  # SQLite's connection
+    raw.set_trace_callback(seen.append)
+    try:
+        yield seen
+    finally:
+        raw.set_trace_callback(None)
+
+
+@contextmanager
+def entry_reads(db: rewinddb.Database) -> Iterator[list[tuple[int, str, list[str]]]]:
+    """Each ``Engine.read_entries`` call made inside the block: (version, space, keys)."""
+    engine = db._engine
+    calls: list[tuple[int, str, list[str]]] = []
+    read_entries = engine.read_entries
+
+    def recording(record: Any, version: int, space: str, keys: list[str]) -> Any:
+        calls.append((version, space, list(keys)))
+        return read_entries(record, version, space, keys)
+
+    engine.read_entries = recording  # type: ignore[method-assign]
+    try:
+        yield calls
+    finally:
+        del engine.read_entries

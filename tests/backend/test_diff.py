@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import rewinddb
 from rewinddb import Change, presenters
 from rewinddb._engine import MISSING
 from rewinddb.diff import diff_values
 from rewinddb.presenters import Presenter
+
+from .conftest import entry_reads, statements
 
 
 def test_diff_between_branches(db: rewinddb.Database) -> None:
@@ -341,36 +341,6 @@ def test_readable_diffs_decode_only_what_differs(db: rewinddb.Database) -> None:
 
 
 # -- what a diff reads ---------------------------------------------------------------
-
-
-@contextmanager
-def entry_reads(db: rewinddb.Database) -> Iterator[list[tuple[int, str, list[str]]]]:
-    """Each ``Engine.read_entries`` call made inside the block: (version, space, keys)."""
-    engine = db._engine
-    calls: list[tuple[int, str, list[str]]] = []
-    read_entries = engine.read_entries
-
-    def recording(record: Any, version: int, space: str, keys: list[str]) -> Any:
-        calls.append((version, space, list(keys)))
-        return read_entries(record, version, space, keys)
-
-    engine.read_entries = recording  # type: ignore[method-assign]
-    try:
-        yield calls
-    finally:
-        del engine.read_entries
-
-
-@contextmanager
-def statements(db: rewinddb.Database) -> Iterator[list[str]]:
-    """The SQL statements a SQLite database runs inside the block."""
-    seen: list[str] = []
-    raw = cast(Any, db._engine.conn)._raw  # SQLite's connection
-    raw.set_trace_callback(seen.append)
-    try:
-        yield seen
-    finally:
-        raw.set_trace_callback(None)
 
 
 def grown(db_path: Path, keys: int) -> rewinddb.Database:

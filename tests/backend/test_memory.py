@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -14,17 +13,7 @@ import pytest
 import rewinddb
 from rewinddb import _engine, _memory
 
-
-@contextmanager
-def statements(db: rewinddb.Database) -> Iterator[list[str]]:
-    """The SQL statements a SQLite database runs inside the block."""
-    seen: list[str] = []
-    raw = db._engine.conn._raw
-    raw.set_trace_callback(seen.append)
-    try:
-        yield seen
-    finally:
-        raw.set_trace_callback(None)
+from .conftest import statements
 
 
 def reads_of_entries(seen: list[str]) -> list[str]:

@@ -7,13 +7,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import orjson
 import pytest
 
 import rewinddb
 from rewinddb import merge
+
+from .conftest import entry_reads, statements
 
 ABSENT: Any = object()
 
@@ -319,36 +321,6 @@ def test_a_second_merge_from_a_base_held_through_a_merge(db: rewinddb.Database) 
 
 
 # -- what a merge reads --------------------------------------------------------------
-
-
-@contextmanager
-def entry_reads(db: rewinddb.Database) -> Iterator[list[tuple[int, str, list[str]]]]:
-    """Each ``Engine.read_entries`` call made inside the block: (version, space, keys)."""
-    engine = db._engine
-    calls: list[tuple[int, str, list[str]]] = []
-    read_entries = engine.read_entries
-
-    def recording(record: Any, version: int, space: str, keys: list[str]) -> Any:
-        calls.append((version, space, list(keys)))
-        return read_entries(record, version, space, keys)
-
-    engine.read_entries = recording  # type: ignore[method-assign]
-    try:
-        yield calls
-    finally:
-        del engine.read_entries
-
-
-@contextmanager
-def statements(db: rewinddb.Database) -> Iterator[list[str]]:
-    """The SQL statements a SQLite database runs inside the block."""
-    seen: list[str] = []
-    raw = cast(Any, db._engine.conn)._raw  # SQLite's connection
-    raw.set_trace_callback(seen.append)
-    try:
-        yield seen
-    finally:
-        raw.set_trace_callback(None)
 
 
 def grown(directory: Path, keys: int) -> None:
