@@ -34,7 +34,7 @@ import operator
 import pickle
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import ormsgpack
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -360,13 +360,47 @@ class Decoder:
             self._remembered.put(key, (_PICKLED, pickled), size + len(pickled))
 
     def channel(self, stored: dict) -> Any:
-        """A channel value stored by :meth:`Encoder.channel`."""
+        """A channel value stored by :meth:`Encoder.channel` (or as :func:`held` keeps
+        it)."""
         if stored["type"] == "list":
             return self.items(stored["items"])
         if stored["type"] == "dict":
             pairs = stored["pairs"]
-            if not pairs:
+            if type(pairs) is _Columns:
+                keys, members = pairs
+            elif not pairs:
                 return {}
-            keys, members = zip(*pairs, strict=True)
+            else:
+                keys, members = zip(*pairs, strict=True)
             return dict(zip(keys, self.items(members), strict=True))
         return self.item(stored["value"])
+
+
+class _Columns(NamedTuple):
+    """A stored dict's pairs as :func:`held` keeps them."""
+
+    keys: tuple[str, ...]
+    members: tuple[Any, ...]
+
+
+def held(stored: Any) -> Any:
+    """A stored channel value (:meth:`Encoder.channel`'s, as read) to be decoded later,
+    kept compact: a dict's pairs, a list each as read, as two tuples (its keys, its
+    members), which the garbage collector need not walk; anything else as it is."""
+    if type(stored) is dict and stored.get("type") == "dict":
+        pairs = stored.get("pairs")
+        if type(pairs) is list and pairs:
+            try:
+                columns = tuple(zip(*pairs, strict=True))
+            except (TypeError, ValueError):  # not pairs of one length: as it is
+                return stored
+            if len(columns) == 2:
+                return {**stored, "pairs": _Columns(*columns)}
+    return stored
+
+
+def pairs_of(stored: Any) -> int:
+    """How many pairs a value :func:`held` keeps stood for (1 for any other value)."""
+    if type(stored) is dict and type(stored.get("pairs")) is _Columns:
+        return len(stored["pairs"].keys)
+    return 1

@@ -30,7 +30,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 import rewinddb
 
 from . import _names
-from ._codec import Decoder, Encoder, dump_typed, load_typed
+from ._codec import Decoder, Encoder, dump_typed, held, load_typed, pairs_of
 from ._index import Index
 
 
@@ -132,29 +132,44 @@ class _Placement(NamedTuple):
 _UNREAD: Any = object()
 
 
+#: About how many pairs one page of a key's history may hold. A dict's pairs come as a
+#: list each; a page is made compact (``held``) before the next is read, so that few of
+#: those lists live long enough to cost the garbage collector full collections.
+_PAGE_PAIRS = 1024
+
+
 class _Newest:
     """A key's values at several versions of one branch (``versions``, ascending), from
-    its newest entries: ``kv.history`` read newest first, ``expected`` entries at first
-    and more until they reach back to the oldest version, instead of one read each."""
+    its newest entries: ``kv.history`` read newest first, ``expected`` entries in all
+    (in pages of about ``_PAGE_PAIRS`` pairs, ``pairs`` an entry at first), and more
+    until they reach back to the oldest version, instead of one read each."""
 
-    def __init__(self, kv: Any, key: str, versions: builtins.list[int], expected: int) -> None:
-        entries: builtins.list[Any] = []
+    def __init__(
+        self, kv: Any, key: str, versions: builtins.list[int], expected: int, pairs: int = 1
+    ) -> None:
+        self.values: builtins.list[Any] = []
+        self.versions: builtins.list[int] = []
         self.complete = False  # whether no older entry exists than those read
-        as_of, wanted = versions[-1], max(expected, 1)
+        self.pairs = 1  # the most pairs an entry read holds
+        as_of, left = versions[-1], max(expected, 1)
         try:
             while True:
+                wanted = min(left, max(1, _PAGE_PAIRS // max(pairs, 1)))
                 page = kv.history(key, as_of=as_of, limit=wanted)
-                entries[:0] = page
+                # None for a deletion, or a value erased.
+                self.values[:0] = [held(entry.value) for entry in page]
+                self.versions[:0] = [entry.version for entry in page]
+                pairs = max(map(pairs_of, self.values[: len(page)]), default=1)
+                self.pairs = max(self.pairs, pairs)
                 if len(page) < wanted:
                     self.complete = True
                     break
                 if page[0].version <= versions[0]:
                     break
-                as_of, wanted = page[0].version - 1, 2 * wanted
+                as_of = page[0].version - 1
+                left = left - len(page) if left > len(page) else 2 * len(page)
         except rewinddb.RewindError:  # e.g. before the fork point: the checkpoint's own
             pass  # read answers (or raises) as ever
-        self.entries = entries
-        self.versions = [entry.version for entry in entries]
 
     def at(self, version: int) -> Any:
         """The stored value at ``version`` (None: none), or ``_UNREAD`` when the entries
@@ -162,7 +177,7 @@ class _Newest:
         found = bisect.bisect_right(self.versions, version)
         if not found:
             return None if self.complete else _UNREAD
-        return self.entries[found - 1].value  # None for a deletion, or a value erased
+        return self.values[found - 1]
 
 
 class _Read(NamedTuple):
@@ -189,6 +204,12 @@ class _Listing:
         self.reads: dict[tuple[str, int], _Read] = {}
         #: (branch, key, version) -> a pending write's value kept as a channel value.
         self.kept: dict[tuple[str, str, int], Any] = {}
+        #: (branch, key) -> the most pairs an entry of it held in the batches read.
+        self.pairs: dict[tuple[str, str], int] = {}
+
+    def _pairs(self, branch: str, key: str) -> int:
+        """How many pairs to expect an entry of ``key`` to hold (few entries at first)."""
+        return self.pairs.get((branch, key), _PAGE_PAIRS // 8)
 
     def view(self, branch: str) -> rewinddb.BranchView:
         view = self.views.get(branch)
@@ -217,7 +238,8 @@ class _Listing:
                     kept.setdefault((stored, key), set()).add(version)
         for (branch, key), found in kept.items():
             at = sorted(found)
-            newest = _Newest(self.view(branch).kv, key, at, len(at))
+            newest = _Newest(self.view(branch).kv, key, at, len(at), self._pairs(branch, key))
+            self.pairs[(branch, key)] = newest.pairs
             self.kept.update(((branch, key, version), newest.at(version)) for version in at)
         for branch, found in versions.items():
             self._read_branch(branch, sorted(found))
@@ -235,10 +257,13 @@ class _Listing:
                 for channel, channel_version in checkpoint["channel_versions"].items():
                     held.setdefault(channel, set()).add(channel_version)
         # Each version of a channel a checkpoint holds was stored as one entry.
-        newest = {
-            channel: _Newest(kv, _names.channel_key(channel), versions, len(held[channel]))
-            for channel in sorted(held)
-        }
+        newest = {}
+        for channel in sorted(held):
+            key = _names.channel_key(channel)
+            newest[channel] = _Newest(
+                kv, key, versions, len(held[channel]), self._pairs(branch, key)
+            )
+            self.pairs[(branch, key)] = newest[channel].pairs
         for version, (stored, checkpoint) in loaded.items():
             blobs = {c: newest[c].at(version) for c in checkpoint["channel_versions"]}
             unread = {_names.channel_key(c): c for c, blob in blobs.items() if blob is _UNREAD}
