@@ -391,7 +391,9 @@ class Engine:
         self._group: WriteContext | None = None
         #: The commits the open write transaction allocated, to seal before it commits:
         #: (transaction serial, their write contexts in order of allocation).
-        self._unsealed: tuple[int | None, list[WriteContext]] = (None, [])
+        #: The open write transaction's commits to seal: (its serial, the commits, the
+        #: connection's rollback count at its first allocation).
+        self._unsealed: tuple[int | None, list[WriteContext], int] = (None, [], 0)
         conn.before_commit.append(self.seal)
 
     # -- branches ----------------------------------------------------------------
@@ -678,9 +680,10 @@ class Engine:
         assert context.version is not None
         self.memory.put("clock", None, context.version)
         self.memory.put("commit_ts", None, context.ts)
-        owner, contexts = self._unsealed
+        owner, contexts, _ = self._unsealed
         if owner != serial:  # the first of this transaction (an older list was rolled back)
-            self._unsealed = owner, contexts = serial, []
+            contexts = []
+            self._unsealed = serial, contexts, self.conn.rollbacks
         # The one rule for rolled-back commits: a commit allocated at or after this version
         # was rolled back (a savepoint), or its version would not have come round again;
         # one rolled back at the end of the list updates no row when sealed.
@@ -691,12 +694,16 @@ class Engine:
     def seal(self) -> None:
         """Give each commit of the committing transaction its hash, in version order,
         each chained on its branch's commit before it (``_commit_hash``)."""
-        owner, contexts = self._unsealed
+        owner, contexts, rollbacks = self._unsealed
         if not contexts:
             return
-        self._unsealed = (None, [])
+        self._unsealed = (None, [], 0)
         if owner != self.conn.write_transaction:
             return
+        # A savepoint rolled back in this transaction may have left a commit of it in the
+        # list (its row is gone): then no chain head is remembered, and the next commit of
+        # each branch reads its own (``NEXT_COMMIT``).
+        remember = self.conn.rollbacks == rollbacks
         # In allocation order, which is version order: a commit rolled back by a
         # savepoint left the list when its version came round again (``allocated``).
         # Each chains on its branch's commit before it: one of this transaction, or the
@@ -713,7 +720,8 @@ class Engine:
                     "UPDATE rewind_commits SET hash = ? WHERE version = ?",
                     (digest, context.version),
                 )
-            self.memory.put("chain", branch_id, digest)  # what its next commit chains on
+            if remember:
+                self.memory.put("chain", branch_id, digest)  # what its next commit chains on
 
     def check_fork_source(self, record: BranchRecord) -> None:
         """Refuse to fork the branch an open transaction has written to: the fork would
@@ -837,6 +845,8 @@ class Engine:
             if form is not None and form[0] == KIND_JSON and form[2] is None
         ]
         parsed: list[Any] = loads(b"[" + b",".join(whole) + b"]") if whole else []
+        if len(parsed) != len(whole):  # a damaged body (``1,2``) shifted the rest
+            parsed = [self.decode(KIND_JSON, body, None) for body in whole]
         if len(parsed) == len(forms):  # all stored whole: the common case
             return parsed
         values: list[Any] = []

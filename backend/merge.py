@@ -238,10 +238,10 @@ def _target_changes(
         low = base_ranges.get(branch_id, 0)
         if high <= low:
             continue
-        rows = engine.conn.fetchall(
+        rows = engine.conn.fetchall(  # (keys an earlier step listed may come again)
             "SELECT DISTINCT space, key FROM rewind_entries "
             "WHERE branch_id = ? AND version > ? AND version <= ? LIMIT ?",
-            (branch_id, low, high, most + 1 - len(changed)),
+            (branch_id, low, high, most + 1),
         )
         changed.update((space, key) for space, key in rows)
         if len(changed) > most:

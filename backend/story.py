@@ -34,6 +34,7 @@ from .presenters import (
 
 if TYPE_CHECKING:
     from .database import Database
+    from .events import Events
 
 #: Steps after the shared point a comparison compares, at most, to find the first that
 #: differs (steps are read a page at a time, and only until they differ).
@@ -362,7 +363,7 @@ def compare_stories(
             same_after,
             first_a,
             first_b,
-            _where_logs_part(db, a, b, shared),
+            _where_logs_part(db, a, b),
             complete,
             _rows(tellers[1], diff.changes),
             diff.a,
@@ -415,17 +416,30 @@ def _where_steps_part(
         alike += 1
 
 
+def _shared_events(
+    log_a: Events, as_of_a: int | None, log_b: Events, as_of_b: int | None, most: int
+) -> int:
+    """How many events the two logs begin with as one history: the events' chained
+    hashes are equal up to there (an equal hash means every event before it is equal
+    too), so a binary search finds it in a few reads, however long the logs."""
+    low, high = 0, most  # the first ``low`` are shared; more than ``high`` are not
+    while low < high:
+        middle = (low + high + 1) // 2
+        if log_a.get(middle - 1, as_of=as_of_a).hash == log_b.get(middle - 1, as_of=as_of_b).hash:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 def _where_logs_part(
-    db: Database, a: tuple[str, int | None], b: tuple[str, int | None], shared: Point
+    db: Database, a: tuple[str, int | None], b: tuple[str, int | None]
 ) -> LogSplit:
-    """The two logs compared from the events the shared point holds (both logs hold
-    exactly those) on, a page at a time, until an event differs or a log ends."""
+    """The two logs compared by content, a page at a time, from the events both hold
+    as one history on, until an event differs or a log ends."""
     log_a, log_b = db.at(a[0]).events, db.at(b[0]).events
     length_a, length_b = log_a.length(as_of=a[1]), log_b.length(as_of=b[1])
-    common = 0
-    if shared.version and db.branches.exists(shared.branch):
-        common = db.at(shared.branch).events.length(as_of=shared.version)
-    common = min(common, length_a, length_b)
+    common = _shared_events(log_a, a[1], log_b, b[1], min(length_a, length_b))
     page = _FIRST_PAGE
     while True:
         after = common - 1 if common else None

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 import rewinddb
 from rewinddb import Change, presenters
@@ -379,3 +382,23 @@ def test_no_change_reads_no_entry(db: rewinddb.Database) -> None:
     with entry_reads(db) as calls:
         assert not db.diff("default", "run")
     assert calls == []
+
+
+def test_a_damaged_body_among_many_is_corrupt_not_shifted(tmp_path: Path) -> None:
+    """Bodies stored whole are parsed together; one edited to hold two values (``1,2``)
+    must say the file is damaged, not shift every value after it."""
+    path = tmp_path / "db"
+    with rewinddb.open(path) as db:
+        db.kv.put_many({"a": 1, "b": 2, "c": 3})
+        db.branches.fork("default", "run")
+        db.at("run").kv.put_many({"a": 10, "b": 20, "c": 30})
+    raw = sqlite3.connect(path / "rewind.sqlite3")
+    with raw:
+        raw.execute(
+            "UPDATE rewind_entries SET body = CAST('1,2' AS BLOB) "
+            "WHERE key = 'a' AND branch_id != 1"
+        )
+    raw.close()
+    with rewinddb.open(path) as db, pytest.raises(rewinddb.CorruptDatabaseError) as raised:
+        db.diff("default", "run")
+    assert raised.value.code == "corrupt.entries"

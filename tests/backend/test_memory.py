@@ -229,3 +229,31 @@ def test_a_commit_is_allocated_from_memory_exactly_as_the_statement_would(
     assert sum("INSERT INTO rewind_commits" in s and "SELECT" in s for s in read) == 7
     assert sum("INSERT INTO rewind_commits" in s and "VALUES" in s for s in remembered) >= 4
     assert _commits(tmp_path / "read") == _commits(tmp_path / "remembered")
+
+
+def test_a_commit_a_savepoint_rolled_back_is_no_branchs_chain_head(db_path: Path) -> None:
+    """A commit undone by a savepoint inside ``db.atomic()`` stays in the list of
+    commits to seal (its row is gone): its hash must not become what the branch's next
+    commit chains on, on the same branch or on a fork that takes its branch's id."""
+    with rewinddb.open(db_path) as db:
+        db.kv.put("a", 0)
+        db.branches.fork("default", "b")
+        db.at("b").kv.put("x", 0)
+        with db.atomic():
+            db.kv.put("a", 1)
+            with pytest.raises(RuntimeError), db.atomic():
+                db.at("b").kv.put("x", 1)  # rolled back
+                raise RuntimeError
+        db.kv.put("a", 2)  # the clock and the newest commit's time are remembered again
+        db.at("b").kv.put("x", 2)
+        with db.atomic():
+            db.kv.put("a", 3)
+            with pytest.raises(ValueError), db.atomic():
+                db.branches.fork("default", "c")
+                db.at("c").kv.put("y", 1)
+                raise ValueError
+            db.branches.fork("default", "d")  # the id the rolled-back fork had
+        db.kv.put("a", 4)
+        db.at("d").kv.put("y", 2)
+        assert db.verify().ok
+        assert db.at("b").kv.get("x") == 2 and db.at("d").kv.get("y") == 2

@@ -405,3 +405,22 @@ def test_no_change_on_the_source_reads_no_entry(db: rewinddb.Database) -> None:
     with entry_reads(db) as calls:
         assert db.branches.merge("run", "default").up_to_date
     assert calls == []
+
+
+def test_what_the_target_changed_is_listed_whole_across_its_lineage(
+    db: rewinddb.Database,
+) -> None:
+    """The target's changes are listed step by step of its lineage; keys an earlier step
+    listed come again in a later one, and must not cut that step's list short (a key the
+    target changed would be taken for the base's, and the source's value would replace
+    it without a conflict)."""
+    db.kv.put_many({f"k{i:04}": 0 for i in range(2500)})
+    db.branches.fork("default", "src")  # the merge base: default here
+    db.kv.put_many({f"k{i:04}": "target" for i in range(2500)})  # the target's parent
+    db.branches.fork("default", "tgt")
+    db.at("tgt").kv.put_many({f"k{i:04}": "t" for i in range(10)})  # its own step
+    db.at("src").kv.put("k2400", "source")
+    with pytest.raises(rewinddb.MergeConflictError) as raised:
+        db.branches.merge("src", "tgt", strategy="fail")
+    assert [c.key for c in raised.value.conflicts] == ["k2400"]
+    assert db.at("tgt").kv.get("k2400") == "target"

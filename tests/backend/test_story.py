@@ -189,3 +189,27 @@ def test_bad_points_are_rewind_errors(db: rewinddb.Database) -> None:
         story.compare_stories(db, ("run-1", None), ("nope", None))
     with pytest.raises(rewinddb.RewindError):
         story.compare_stories(db, ("run-1", 10_000), ("run-3", None))
+
+
+@pytest.mark.parametrize("again_at", ["the old point", "the head"])
+def test_logs_compare_when_the_shared_branch_was_deleted_and_its_name_reused(
+    db: rewinddb.Database, again_at: str
+) -> None:
+    """The events both attempts hold as one history are found from the logs themselves
+    (their chained hashes), not by the name of the branch their shared point is on."""
+    db.events.append("e", {"n": 0})
+    db.branches.fork("default", "x")
+    db.at("x").events.append("x", {"n": 1})
+    for n in range(3):
+        db.events.append("d", {"n": n})
+    fork_at = db.version
+    db.branches.fork("x", "a")
+    db.branches.fork("x", "b")
+    db.at("a").events.append("A")
+    db.at("b").events.append("B")
+    db.branches.delete("x")
+    db.branches.fork("default", "x", at=fork_at if again_at == "the old point" else None)
+    split = story.compare_stories(db, ("a", None), ("b", None)).events
+    assert (split.common_prefix, split.length_a, split.length_b) == (2, 3, 3)
+    assert split.first_a is not None and split.first_a.event_type == "A"
+    assert split.first_b is not None and split.first_b.event_type == "B"
