@@ -53,12 +53,17 @@ class Written:
 
 def _steps(engine: Engine, record: BranchRecord, before: int | None) -> list[tuple[int, int, int]]:
     """``(branch id, low, high)``: the version ranges of each lineage step this branch
-    sees, below ``before``."""
+    sees, below ``before``; a pruned branch's from its horizon on (the entries retention
+    kept below the cut are state, not commits: they have no commit row)."""
     top = engine.clock() if before is None else min(before - 1, engine.clock())
-    return [
-        (branch_id, engine.branch_by_id(branch_id).forked_at, cap)
-        for branch_id, cap in engine.row_lineage(record, top)
-    ]
+    steps = []
+    for branch_id, cap in engine.row_lineage(record, top):
+        low = engine.branch_by_id(branch_id).forked_at
+        cut = engine.horizon(branch_id)
+        if cut is not None:
+            low = max(low, cut.kept_from - 1)
+        steps.append((branch_id, low, cap))
+    return steps
 
 
 def lineage_commits(

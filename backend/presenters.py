@@ -221,7 +221,13 @@ class Presenter(Decoder):
             return Summary(
                 branch.name, self.name, "branch", branch.name, status, None, None, internal, fork
             )
-        last = view.events.get(events - 1)
+        # The last event (retention may have removed it: then the branch reads as open).
+        found = view.events.list(as_of=as_of, after=events - 2 if events > 1 else None, limit=1)
+        if not found:
+            return Summary(
+                branch.name, self.name, "attempt", branch.name, "open", None, None, internal, fork
+            )
+        last = found[0].event
         status = _status_of(last.event_type)
         outcome = short(payload_text(last.payload)) if status != "open" else None
         return Summary(

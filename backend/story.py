@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from . import presenters
 from ._values import same
 from .diff import Change, Point
+from .errors import EventNotFound
 from .models import Branch, Event
 from .presenters import (
     STEPS_PAGE,
@@ -421,11 +422,21 @@ def _shared_events(
 ) -> int:
     """How many events the two logs begin with as one history: the events' chained
     hashes are equal up to there (an equal hash means every event before it is equal
-    too), so a binary search finds it in a few reads, however long the logs."""
+    too), so a binary search finds it in a few reads, however long the logs. An event
+    retention removed from either log ends what can be shown to be shared."""
+
+    def shared_through(sequence: int) -> bool:
+        try:
+            left = log_a.get(sequence, as_of=as_of_a)
+            right = log_b.get(sequence, as_of=as_of_b)
+        except EventNotFound:  # pruned (a log keeps its events from its cut on)
+            return False
+        return left.hash == right.hash
+
     low, high = 0, most  # the first ``low`` are shared; more than ``high`` are not
     while low < high:
         middle = (low + high + 1) // 2
-        if log_a.get(middle - 1, as_of=as_of_a).hash == log_b.get(middle - 1, as_of=as_of_b).hash:
+        if shared_through(middle - 1):
             low = middle
         else:
             high = middle - 1

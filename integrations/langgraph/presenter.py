@@ -392,7 +392,7 @@ class LangGraphPresenter(Presenter):
                 previous = record
             older = page[0].version if parent is not None else None
             head = page[-1] if page and before is None and after is None else self._newest(view)
-            total = len(steps)
+            total = len(steps) if page or head is None else head.number + 2  # (from -1)
             if head is not None and page:
                 newer = max(head.number - page[-1].number, 0)
                 first = page[0].number if older is None else -1

@@ -213,3 +213,46 @@ def test_logs_compare_when_the_shared_branch_was_deleted_and_its_name_reused(
     assert (split.common_prefix, split.length_a, split.length_b) == (2, 3, 3)
     assert split.first_a is not None and split.first_a.event_type == "A"
     assert split.first_b is not None and split.first_b.event_type == "B"
+
+
+def test_pruned_attempts_page_and_compare_by_their_kept_commits(db: rewinddb.Database) -> None:
+    """Retention keeps a pruned branch's state below its cut as entries without commits:
+    those are not steps, so pages read forwards or backwards, counts and comparisons see
+    only the kept commits."""
+    for name in ("r", "s"):
+        db.branches.fork("default", name)
+    for n in range(6):
+        for name in ("r", "s"):
+            db.at(name).kv.put(f"k{n}", n)
+    for name in ("r", "s"):  # each keeps its newest two commits
+        db.prune(name, before=db.at(name).commits()[1].version)
+    run = db.at("r")
+    kept = [c.version for c in run.commits()]
+    assert len(kept) == 2 and run.commit_count() == 2
+    assert [c.version for c in run.commits(after=0, limit=3)] == kept
+    generic = presenters.generic()
+    ahead = generic.steps(db, "r", after=0, limit=1)
+    assert [(s.number, s.version) for s in ahead.steps] == [(0, kept[-1])]
+    assert ahead.newer == kept[-1] and ahead.total == 2
+    back = generic.steps(db, "r")
+    assert [s.number for s in back.steps] == [0, 1] and back.older is None
+    compared = story.compare_stories(db, ("r", None), ("s", None))
+    assert compared.same_after == 2 and (compared.first_a, compared.first_b) == (None, None)
+
+
+def test_a_comparison_of_a_log_pruned_in_the_middle(db: rewinddb.Database) -> None:
+    """A pruned branch keeps its inherited events and its own from its cut on: the
+    events it no longer holds end what the comparison can call shared."""
+    db.events.append("t", {"n": 0})
+    for name in ("f", "g"):
+        db.branches.fork("default", name)
+        for n in range(1, 5):
+            db.at(name).events.append("t", {"n": n})
+        db.at(name).kv.put("a", 1)
+    db.prune("f", before=db.at("f").commits()[0].version)
+    assert [item.event.sequence for item in db.at("f").events.list()] == [0]
+    for a, b in (("f", "g"), ("g", "f")):
+        split = story.compare_stories(db, (a, None), (b, None)).events
+        assert split.common_prefix == 1 and (split.length_a, split.length_b) == (5, 5)
+    summary = presenters.generic().summary(db, db.branches.get("f"))
+    assert summary.status == "open"  # its last event was pruned

@@ -495,3 +495,12 @@ def _load(path: Path) -> Any:
     sys.modules[spec.name] = module  # its TypedDict's annotations are resolved by module
     spec.loader.exec_module(module)
     return module
+
+
+def test_a_page_past_the_newest_step_still_counts_the_steps(
+    react: ReactRun, react_db: rewinddb.Database
+) -> None:
+    steps = _all_steps(react_db, react.main_branch)
+    total = PRESENTER.steps(react_db, react.main_branch).total
+    past = PRESENTER.steps(react_db, react.main_branch, after=steps[-1].version)
+    assert past.steps == () and past.newer is None and past.total == total
