@@ -285,19 +285,7 @@ class WriteContext:
                 # What it writes may be known already (``write_value``): its final hash.
                 known_parts = self.entry_parts or self.event_parts
                 self.recorded_hash = self.hash_after(previous) if known_parts else previous
-                engine.conn.execute(
-                    INSERT_COMMIT,
-                    (
-                        self.version,
-                        self.branch.id,
-                        self.ts,
-                        self.trigger,
-                        self.message,
-                        merge_branch,
-                        merge_version,
-                        self.recorded_hash,
-                    ),
-                )
+                engine.conn.execute(INSERT_COMMIT, (*self._fields(), self.recorded_hash))
             engine.allocated(self)
         return self.version
 
@@ -305,9 +293,20 @@ class WriteContext:
         """This commit's hash, chained on ``previous`` (the commit before it). The last
         one computed is kept with what it was computed from: a commit recorded with its
         final hash at its allocation is not hashed again when it is sealed."""
+        fields = self._fields()
+        inputs = (previous, fields, tuple(self.entry_parts.values()), tuple(self.event_parts))
+        if self._hashed is not None and self._hashed[0] == inputs:
+            return self._hashed[1]
+        digest = _commit_hash.commit_hash(previous, fields, inputs[2], inputs[3])
+        self._hashed = (inputs, digest)
+        return digest
+
+    def _fields(self) -> tuple[int, int, int, str | None, str | None, int | None, int | None]:
+        """The commit's row without its hash: (version, branch id, ts, trigger, message,
+        merge branch id, merge version), as its hash covers them too."""
         merge_branch, merge_version = self.merge_from or (None, None)
         assert self.version is not None
-        fields = (
+        return (
             self.version,
             self.branch.id,
             self.ts,
@@ -316,12 +315,6 @@ class WriteContext:
             merge_branch,
             merge_version,
         )
-        inputs = (previous, fields, tuple(self.entry_parts.values()), tuple(self.event_parts))
-        if self._hashed is not None and self._hashed[0] == inputs:
-            return self._hashed[1]
-        digest = _commit_hash.commit_hash(previous, fields, inputs[2], inputs[3])
-        self._hashed = (inputs, digest)
-        return digest
 
     def merged_from(self, branch_id: int, version: int) -> None:
         """Record this commit's second parent (also when it was already allocated)."""
