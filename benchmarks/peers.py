@@ -65,26 +65,32 @@ def target_indexes(keys: int, changed: int) -> range:
 # -- DoltLite --------------------------------------------------------------------
 
 
+def _dolt_table(directory: str, keys: int) -> Any:
+    """A DoltLite database whose table ``kv`` holds ``keys`` rows committed on ``main``
+    (no fsync per commit: the figures compare with rewinddb's "normal")."""
+    import os
+    import sqlite3  # doltlite was imported first: this is DoltLite's engine
+
+    conn = sqlite3.connect(os.path.join(directory, "peer.db"), isolation_level=None)
+    conn.execute("PRAGMA synchronous = OFF")
+    conn.execute("CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute("BEGIN")
+    conn.executemany(
+        "INSERT INTO kv VALUES (?, ?)",
+        ((diff_key(i), json.dumps(diff_value(i, False))) for i in range(keys)),
+    )
+    conn.execute("COMMIT")
+    conn.execute("SELECT dolt_commit('-Am', 'default')").fetchall()
+    return conn
+
+
 class DoltLiteWorkload:
     """A ``kv(key TEXT PRIMARY KEY, value TEXT)`` table committed on ``main``, a branch
     ``run`` that updates K rows, and its diff: ``dolt_diff_kv('main', 'run')``, every
     column of every changed row fetched (both values, as rewinddb's changes carry)."""
 
     def __init__(self, directory: str, keys: int, changed: int) -> None:
-        import os
-        import sqlite3  # doltlite was imported first: this is DoltLite's engine
-
-        self.conn = conn = sqlite3.connect(os.path.join(directory, "peer.db"), isolation_level=None)
-        # The figures compare without an fsync per commit (rewinddb's "normal").
-        conn.execute("PRAGMA synchronous = OFF")
-        conn.execute("CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        conn.execute("BEGIN")
-        conn.executemany(
-            "INSERT INTO kv VALUES (?, ?)",
-            ((diff_key(i), json.dumps(diff_value(i, False))) for i in range(keys)),
-        )
-        conn.execute("COMMIT")
-        conn.execute("SELECT dolt_commit('-Am', 'default')").fetchall()
+        self.conn = conn = _dolt_table(directory, keys)
         conn.execute("SELECT dolt_branch('run')").fetchall()
         conn.execute("SELECT dolt_checkout('run')").fetchall()
         conn.execute("BEGIN")
@@ -113,21 +119,9 @@ class DoltLiteMerge:
     three-way when the target changed too."""
 
     def __init__(self, directory: str, keys: int, changed: int, target_changed: bool) -> None:
-        import os
-        import sqlite3  # doltlite was imported first: this is DoltLite's engine
-
         self.keys, self.changed, self.target_changed = keys, changed, target_changed
         self.calls = 0
-        self.conn = conn = sqlite3.connect(os.path.join(directory, "peer.db"), isolation_level=None)
-        conn.execute("PRAGMA synchronous = OFF")
-        conn.execute("CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        conn.execute("BEGIN")
-        conn.executemany(
-            "INSERT INTO kv VALUES (?, ?)",
-            ((diff_key(i), json.dumps(diff_value(i, False))) for i in range(keys)),
-        )
-        conn.execute("COMMIT")
-        conn.execute("SELECT dolt_commit('-Am', 'default')").fetchall()
+        self.conn = _dolt_table(directory, keys)
 
     def _commit_changes(self, branch: str, indexes: range) -> None:
         conn = self.conn
