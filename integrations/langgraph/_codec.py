@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import binascii
 import copyreg
+import math
 import operator
 import pickle
 import threading
@@ -73,6 +74,69 @@ def _split(stored: Any) -> tuple[str, str]:
         return kind, data
     kind, data = stored
     return kind, data
+
+
+#: A record kept as plain JSON is at most this deep (deeper ones go through the serde).
+_RECORD_DEPTH = 32
+_INT_RANGE = range(-(2**63), 2**63)
+
+
+def dump_record(serde: SerializerProtocol, record: dict[str, Any]) -> Any:
+    """A checkpoint's bookkeeping or metadata as stored: the dict itself when it is JSON
+    that reads back exactly as it is (its key order aside), which keeps it small and
+    readable in the store; else as :func:`dump_typed` makes it (a list)."""
+    if _exact_json(record, 0):
+        return record
+    return dump_typed(serde, record)
+
+
+def load_record(serde: SerializerProtocol, stored: Any) -> Any:
+    """The inverse of :func:`dump_record`: a new dict either way (the caller owns it)."""
+    if type(stored) is dict:
+        return _json_copy(stored)
+    return load_typed(serde, stored)
+
+
+def _exact_json(value: Any, depth: int) -> bool:
+    """Whether ``value`` is made of exact JSON types only (no tuples, subclasses, sets,
+    non-finite floats or keys other than text), so a JSON round trip gives it back."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return kind is not str or _utf8(value)
+    if kind is int:
+        return value in _INT_RANGE
+    if kind is float:
+        return math.isfinite(value)
+    if depth >= _RECORD_DEPTH:
+        return False
+    if kind is dict:
+        return all(
+            type(key) is str and _utf8(key) and _exact_json(item, depth + 1)
+            for key, item in value.items()
+        )
+    if kind is list:
+        return all(_exact_json(item, depth + 1) for item in value)
+    return False
+
+
+def _utf8(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
+    return True
+
+
+def _json_copy(value: Any) -> Any:
+    """A new copy of JSON containers (their scalars are immutable and shared)."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _json_copy(item) for key, item in value.items()}
+    if kind is list:
+        return [_json_copy(item) for item in value]
+    return value
 
 
 #: ``model_dump()`` packed with these options fails unless every value in it is one msgpack

@@ -30,7 +30,15 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 import rewinddb
 
 from . import _names
-from ._codec import Decoder, Encoder, dump_typed, held, load_typed, pairs_of
+from ._codec import (
+    Decoder,
+    Encoder,
+    dump_record,
+    dump_typed,
+    held,
+    load_record,
+    pairs_of,
+)
 from ._index import Index
 
 
@@ -252,7 +260,7 @@ class _Listing:
         for version in versions:
             stored = records.at(version)
             if stored is not _UNREAD and stored is not None:
-                checkpoint = load_typed(self.serde, stored["checkpoint"])
+                checkpoint = load_record(self.serde, stored["checkpoint"])
                 loaded[version] = (stored, checkpoint)
                 for channel, channel_version in checkpoint["channel_versions"].items():
                     held.setdefault(channel, set()).add(channel_version)
@@ -409,7 +417,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 view = self.db.at(entry["read"])
                 at = entry["version"]
                 stored = view.kv.get(_names.CHECKPOINT_KEY, as_of=at)
-                checkpoint = load_typed(self.serde, stored["checkpoint"])
+                checkpoint = load_record(self.serde, stored["checkpoint"])
                 # The channels in one read (the newest of a key is known to the
                 # connection, so the checkpoint just written reads no row).
                 channels = {_names.channel_key(c): c for c in checkpoint["channel_versions"]}
@@ -426,7 +434,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         return CheckpointTuple(
             config=_config(thread_id, checkpoint_ns, checkpoint_id),
             checkpoint={**checkpoint, "channel_values": values},
-            metadata=load_typed(self.serde, stored["metadata"]),
+            metadata=load_record(self.serde, stored["metadata"]),
             parent_config=_config(thread_id, checkpoint_ns, parent) if parent else None,
             pending_writes=[
                 (
@@ -568,7 +576,8 @@ class RewindSaver(BaseCheckpointSaver[str]):
         if entry is None:
             return {}
         record = self.db.at(entry["read"]).kv.get(_names.CHECKPOINT_KEY, as_of=entry["version"])
-        versions: ChannelVersions = load_typed(self.serde, record["checkpoint"])["channel_versions"]
+        checkpoint = load_record(self.serde, record["checkpoint"])
+        versions: ChannelVersions = checkpoint["channel_versions"]
         return versions
 
     def put(
@@ -602,8 +611,8 @@ class RewindSaver(BaseCheckpointSaver[str]):
                     "ts": checkpoint.get("ts"),
                     "source": full_metadata.get("source"),
                     "step": full_metadata.get("step"),
-                    "checkpoint": dump_typed(self.serde, rest),
-                    "metadata": dump_typed(self.serde, full_metadata),
+                    "checkpoint": dump_record(self.serde, rest),
+                    "metadata": dump_record(self.serde, full_metadata),
                 }
             }
             gone = []
@@ -963,7 +972,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
 
     def _metadata(self, entry: dict) -> dict[str, Any]:
         stored = self.db.at(entry["read"]).kv.get(_names.CHECKPOINT_KEY, as_of=entry["version"])
-        metadata: dict[str, Any] = load_typed(self.serde, stored["metadata"])
+        metadata: dict[str, Any] = load_record(self.serde, stored["metadata"])
         return metadata
 
     def _above(self, branch: str) -> builtins.list[str]:

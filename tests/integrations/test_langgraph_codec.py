@@ -17,6 +17,7 @@ import inspect
 import uuid
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import (
@@ -285,3 +286,68 @@ def test_the_codec_uses_no_private_pydantic_state() -> None:
         and (node.attr.startswith("__pydantic") or node.attr in {"__dict__", "__setattr__"})
     }
     assert not touched
+
+
+# -- the checkpoint record: plain JSON when it reads back exactly ----------------------
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(st.dictionaries(st.text(), _JSON, max_size=6))
+@settings(max_examples=200, deadline=None)
+def test_a_json_record_is_stored_as_itself_and_read_as_a_copy(record: dict) -> None:
+    stored = _codec.dump_record(SERDE, record)
+    assert stored is record  # kept as JSON: no serde, no base64
+    first = _codec.load_record(SERDE, stored)
+    assert first == record
+    first["added"] = [1]
+    for value in first.values():
+        if isinstance(value, (list, dict)):
+            value.clear()
+    assert _codec.load_record(SERDE, stored) == record  # the caller's copy was its own
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "deep"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        (1, 2),  # a tuple would read back as a list
+        {1, 2},
+        datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc),
+        float("nan"),
+        float("inf"),
+        2**63,
+        "\ud800",  # a lone surrogate is not UTF-8
+        Colour.RED,  # a subclass of str
+        uuid.UUID(int=1),
+        {1: "a key that is not text"},
+        _nested(40),
+    ],
+)
+def test_a_record_json_cannot_give_back_exactly_goes_through_the_serde(value: Any) -> None:
+    record = {"source": "loop", "value": value}
+    stored = _codec.dump_record(SERDE, record)
+    assert isinstance(stored, list)  # [type, base64], as before
+    # What LangGraph's own savers give back: the serde's round trip.
+    expected = SERDE.loads_typed(SERDE.dumps_typed(record))
+    loaded = _codec.load_record(SERDE, stored)
+    assert repr(loaded) == repr(expected)  # repr: nan != nan
+
+
+def test_a_record_stored_the_old_way_still_loads() -> None:
+    record = {"v": 4, "channel_versions": {"messages": "0001.5"}, "versions_seen": {}}
+    assert _codec.load_record(SERDE, _codec.dump_typed(SERDE, record)) == record
