@@ -11,12 +11,11 @@ draw them too); a ``Diff`` is the two points and the changes between them.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import _decoding, jsonpath, rendering
+from . import _decoding, _diff_reads, jsonpath, rendering
 from ._engine import MISSING, NO_VALUE, BranchRecord, Engine
 from ._values import same, short_text
 from .events import events_between
@@ -210,13 +209,9 @@ def diff_points(
     with engine.memory.reading():
         ranges_a = engine.ranges(a, version_a)
         ranges_b = engine.ranges(b, version_b)
-        by_space: dict[str, list[str]] = {}
-        for space, key in engine.changed_keys(ranges_a, ranges_b):
-            by_space.setdefault(space, []).append(key)
         changes: list[Change] = []
         memo: dict[Any, Any] | None = {} if readable else None
-        for space in sorted(by_space):  # in (space, key) order
-            keys = sorted(by_space[space])
+        for space, keys in _diff_reads.changed_keys(engine, ranges_a, ranges_b).items():
             changes += _space_changes(engine, space, keys, (a, version_a), (b, version_b), memo)
         if events:
             changes += _event_changes(engine, ranges_a, ranges_b, memo)
@@ -239,27 +234,39 @@ def _space_changes(
     """The changes of ``keys`` (sorted) of one space from ``point_a`` to ``point_b``.
 
     Entries whose stored forms (kind, body, refs) are the same hold the same value and
-    are skipped undecoded; so are keys with no value at either point.
+    are skipped undecoded; so are keys with no value at either point. The values of
+    the rest are decoded together (``Engine.decode_many``).
     """
     changes: list[Change] = []
     for start in range(0, len(keys), _KEYS_PER_READ):
         chunk = keys[start : start + _KEYS_PER_READ]
-        rows_a = engine.read_entries(*point_a, space, chunk)
-        rows_b = engine.read_entries(*point_b, space, chunk)
-        differing: list[tuple[str, Any, Any]] = []
+        found_a = engine.read_entries(*point_a, space, chunk).get
+        found_b = engine.read_entries(*point_b, space, chunk).get
+        differing: list[str] = []
+        forms: list[tuple[int, bytes | None, bytes | None] | None] = []
         for key in chunk:
-            row_a, row_b = rows_a.get(key), rows_b.get(key)
-            stored_a = None if row_a is None or row_a.kind in NO_VALUE else row_a[:3]
-            stored_b = None if row_b is None or row_b.kind in NO_VALUE else row_b[:3]
-            if stored_a != stored_b:
-                differing.append((key, stored_a, stored_b))
-        values = engine.decode_many([stored for _, *pair in differing for stored in pair])
-        for index, (key, _, _) in enumerate(differing):
-            old, new = values[2 * index], values[2 * index + 1]
-            if memo is None:
-                _walk(space, key, old, new, "$", changes)
-            else:
-                changes += diff_readable(space, key, old, new, memo)
+            row_a, row_b = found_a(key), found_b(key)
+            if row_a is not None and row_a[0] in NO_VALUE:
+                row_a = None
+            if row_b is not None and row_b[0] in NO_VALUE:
+                row_b = None
+            if row_a is None:
+                if row_b is None:
+                    continue
+            elif row_b is not None and (
+                row_a[1] == row_b[1] and row_a[0] == row_b[0] and row_a[2] == row_b[2]
+            ):
+                continue  # the same stored form: the same value
+            differing.append(key)
+            forms.append(None if row_a is None else row_a[:3])
+            forms.append(None if row_b is None else row_b[:3])
+        values = engine.decode_many(forms)
+        if memo is None:
+            for index, key in enumerate(differing):
+                _walk(space, key, values[2 * index], values[2 * index + 1], "$", changes)
+        else:
+            for index, key in enumerate(differing):
+                changes += diff_readable(space, key, values[2 * index], values[2 * index + 1], memo)
     return changes
 
 
@@ -267,6 +274,24 @@ def _space_changes(
 #: type (``True == 1`` and ``1 == 1.0``, but JSON tells them apart; floats go through
 #: ``same``, which also tells ``0.0`` from ``-0.0``).
 _EXACT = frozenset((str, int, bool, type(None)))
+
+_new_object = object.__new__
+
+
+def _change(primitive: str, key: str, path: str, kind: ChangeKind, old: Any, new: Any) -> Change:
+    """``Change(primitive, key, path, kind, old, new)``, its fields set in its ``__dict__``:
+    a frozen dataclass's ``__init__`` sets each through ``object.__setattr__``, which
+    cost over half of building a diff's changes (tests/backend/test_diff_fast.py checks
+    the two are the same record)."""
+    change = _new_object(Change)
+    fields = change.__dict__
+    fields["primitive"] = primitive
+    fields["key"] = key
+    fields["path"] = path
+    fields["kind"] = kind
+    fields["old"] = old
+    fields["new"] = new
+    return change
 
 
 def _walk(primitive: str, key: str, old: Any, new: Any, path: str, out: list[Change]) -> None:
@@ -276,18 +301,43 @@ def _walk(primitive: str, key: str, old: Any, new: Any, path: str, out: list[Cha
     ``same``), not again at every level below it."""
     if old is new:
         return
+    kind = type(old)
+    if kind is dict and type(new) is dict:  # the common case first (a diff's values)
+        names = old.keys()
+        for name in sorted(names) if names == new.keys() else sorted(names | new.keys()):
+            old_item, new_item = old.get(name, MISSING), new.get(name, MISSING)
+            if old_item is new_item:
+                continue
+            kind = type(old_item)
+            if kind is type(new_item):
+                if kind in _EXACT:
+                    if old_item != new_item:
+                        step = _STEPS.get(name) or _member(name)
+                        out.append(
+                            _change(primitive, key, path + step, "changed", old_item, new_item)
+                        )
+                    continue
+                if (
+                    (kind is dict or kind is list)
+                    and old_item == new_item
+                    and same(old_item, new_item)
+                ):
+                    continue
+            _walk(
+                primitive, key, old_item, new_item, path + (_STEPS.get(name) or _member(name)), out
+            )
+        return
     if old is MISSING:
-        out.append(Change(primitive, key, path, "added", None, new))
+        out.append(_change(primitive, key, path, "added", None, new))
         return
     if new is MISSING:
-        out.append(Change(primitive, key, path, "removed", old, None))
+        out.append(_change(primitive, key, path, "removed", old, None))
         return
-    kind = type(old)
     if kind is type(new) and kind in _EXACT:
         if old != new:
-            out.append(Change(primitive, key, path, "changed", old, new))
+            out.append(_change(primitive, key, path, "changed", old, new))
         return
-    if isinstance(old, dict) and isinstance(new, dict):
+    if isinstance(old, dict) and isinstance(new, dict):  # (subclasses: not from storage)
         names = old.keys()
         for name in sorted(names if names == new.keys() else names | new.keys()):
             _member_or_item(
@@ -296,7 +346,7 @@ def _walk(primitive: str, key: str, old: Any, new: Any, path: str, out: list[Cha
                 old.get(name, MISSING),
                 new.get(name, MISSING),
                 path,
-                _member(name),
+                _STEPS.get(name) or _member(name),
                 out,
             )
         return
@@ -314,7 +364,7 @@ def _walk(primitive: str, key: str, old: Any, new: Any, path: str, out: list[Cha
             )
         return
     if not same(old, new):
-        out.append(Change(primitive, key, path, "changed", old, new))
+        out.append(_change(primitive, key, path, "changed", old, new))
 
 
 def _member_or_item(
@@ -328,17 +378,27 @@ def _member_or_item(
     if kind is type(new):
         if kind in _EXACT:
             if old != new:
-                out.append(Change(primitive, key, path + step, "changed", old, new))
+                out.append(_change(primitive, key, path + step, "changed", old, new))
             return
         if (kind is dict or kind is list) and old == new and same(old, new):
             return
     _walk(primitive, key, old, new, path + step, out)
 
 
-@functools.lru_cache(maxsize=4096)
+#: The path step of each object member met lately (``_member``).
+_STEPS: dict[str, str] = {}
+_MOST_STEPS = 4096
+
+
 def _member(name: str) -> str:
-    """The path step of an object member (``jsonpath.format_path``'s spelling)."""
-    return jsonpath.format_path((name,))[1:]
+    """The path step of an object member (``jsonpath.format_path``'s spelling),
+    remembered in ``_STEPS`` (``_STEPS.get(name) or _member(name)``: a dict's look-up
+    is cheaper than a cached function's call)."""
+    step = jsonpath.format_path((name,))[1:]
+    if len(_STEPS) >= _MOST_STEPS:
+        _STEPS.clear()
+    _STEPS[name] = step
+    return step
 
 
 def _event_changes(
