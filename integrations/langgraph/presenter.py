@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import rewinddb
 from rewinddb.presenters import (
@@ -300,8 +300,8 @@ class LangGraphPresenter(Presenter):
         items = _items(blob)
         if items is None:
             return None
-        for stored in reversed(items[-_RECENT:]):
-            found = message(readable(stored, memo=memo), stored)
+        for stored in reversed(items.stored[-_RECENT:]):
+            found = message(*items.decoded(stored, memo))
             if found.role in ("ai", "message"):
                 return said(found)
         return None
@@ -603,13 +603,14 @@ class LangGraphPresenter(Presenter):
             return ()
         before: list[Any] = []
         if parent is not None:
-            before = _items(db.at(parent.branch).kv.get(key, as_of=parent.version)) or []
+            earlier = _items(db.at(parent.branch).kv.get(key, as_of=parent.version))
+            before = earlier.stored if earlier is not None else []
         changed = [
             stored
-            for index, stored in enumerate(now)
+            for index, stored in enumerate(now.stored)
             if index >= len(before) or before[index] != stored
         ]
-        return tuple(message(readable(stored, memo=memo), stored) for stored in changed)
+        return tuple(message(*now.decoded(stored, memo)) for stored in changed)
 
     def _changed_channels(self, record: _Record, parent: _Record | None) -> tuple[str, ...]:
         """Channels whose version an update moved (from the decoded checkpoints)."""
@@ -712,23 +713,22 @@ class LangGraphPresenter(Presenter):
             if items is None:
                 if not db.at(branch).kv.keys(key):
                     return None
-                items = []
-            total = len(items)
+                items = _Items([], False)
+            total = len(items.stored)
             end = total if before is None else min(before, total)
             start = max(end - limit, 0)
             memo: dict[Any, Any] = {}
-            decoded = [readable(stored, memo=memo) for stored in items[start:end]]
-            steps = self._message_steps(db, view, as_of, decoded, memo)
+            shown = [items.decoded(stored, memo) for stored in items.stored[start:end]]
+            steps = self._message_steps(db, view, as_of, [value for value, _ in shown], memo)
             page = [
-                message(value, stored, steps.get(_id_of(value) or ""))
-                for value, stored in zip(decoded, items[start:end], strict=True)
+                message(value, stored, steps.get(_id_of(value) or "")) for value, stored in shown
             ]
             results: dict[str | None, str] = {
                 m.tool_call_id: m.text for m in page if m.tool_call_id
             }
             wanted = {c.id for m in page for c in m.tool_calls if c.id and c.id not in results}
-            for stored in items[end : end + _RESULTS_AHEAD] if wanted else ():
-                later = message(readable(stored, memo=memo), stored)
+            for stored in items.stored[end : end + _RESULTS_AHEAD] if wanted else ():
+                later = message(*items.decoded(stored, memo))
                 if later.tool_call_id in wanted:
                     results[later.tool_call_id] = later.text
             page = [_with_results(m, results) for m in page]
@@ -902,33 +902,53 @@ def _check_count(value: Any, what: str, *, minimum: int = 0) -> None:
         )
 
 
-def _items(blob: Any) -> list[Any] | None:
+class _Items(NamedTuple):
+    """The stored items of a list channel value."""
+
+    stored: list[Any]
+    plain: bool  # stored as themselves (``_codec``'s plain values): nothing to decode
+
+    def decoded(self, stored: Any, memo: dict[Any, Any]) -> tuple[Any, Any]:
+        """(the item decoded, what it was decoded from: None for a plain one), as
+        ``message`` takes them."""
+        return (stored, None) if self.plain else (readable(stored, memo=memo), stored)
+
+
+def _items(blob: Any) -> _Items | None:
     """The stored items of a channel value (a list stored item by item, or one value
     holding a list); None when there is no such channel or it is not a list."""
     if not isinstance(blob, dict):
         return None
+    plain = blob.get("plain") is True
     if blob.get("type") == "list" and isinstance(blob.get("items"), list):
-        return list(blob["items"])
+        return _Items(list(blob["items"]), plain)
     if blob.get("type") == "value":
-        value = readable(blob.get("value"))
-        return value if isinstance(value, list) else None
+        value = blob.get("value") if plain else readable(blob.get("value"))
+        return _Items(value, True) if isinstance(value, list) else None
     return None
 
 
 def _channel_value(blob: Any, memo: dict[Any, Any]) -> Any:
     """A channel's value as stored by the saver's codec, decoded (else as stored)."""
     kind = blob.get("type") if isinstance(blob, dict) else None
+    # A plain value (``_codec``: texts, numbers) is stored as itself: nothing to decode.
+    plain = isinstance(blob, dict) and blob.get("plain") is True
+    shown = _as_stored if plain else readable
     if kind == "list" and isinstance(blob["items"], list):
-        return [readable(item, memo=memo) for item in blob["items"]]
+        return [shown(item, memo=memo) for item in blob["items"]]
     if kind == "dict" and isinstance(blob.get("pairs"), list):
         return {
-            str(pair[0]): readable(pair[1], memo=memo)
+            str(pair[0]): shown(pair[1], memo=memo)
             for pair in blob["pairs"]
             if isinstance(pair, list) and len(pair) == 2
         }
     if kind == "value" and "value" in blob:
-        return readable(blob["value"], memo=memo)
+        return shown(blob["value"], memo=memo)
     return readable(blob, memo=memo)
+
+
+def _as_stored(value: Any, memo: dict[Any, Any] | None = None) -> Any:
+    return value
 
 
 def _channel_versions(record: _Record) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel, PrivateAttr
 
@@ -351,3 +352,73 @@ def test_a_record_json_cannot_give_back_exactly_goes_through_the_serde(value: An
 def test_a_record_stored_the_old_way_still_loads() -> None:
     record = {"v": 4, "channel_versions": {"messages": "0001.5"}, "versions_seen": {}}
     assert _codec.load_record(SERDE, _codec.dump_typed(SERDE, record)) == record
+
+
+# -- plain channel values: texts and numbers stored as themselves ----------------------
+
+_PLAIN = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text()
+_PLAIN |= st.floats(allow_nan=False, allow_infinity=False)
+
+
+@given(
+    st.one_of(
+        st.lists(_PLAIN, max_size=8),
+        st.dictionaries(st.text(), _PLAIN, max_size=8),
+        _PLAIN,
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_a_plain_channel_value_is_stored_as_itself_and_read_back_exactly(value: Any) -> None:
+    stored = Encoder(SERDE).channel(value, "7")
+    assert stored["plain"] is True
+    assert "msgpack" not in repr(stored)  # no serde encoding in the store
+    for form in (stored, _codec.held(stored)):
+        decoded = Decoder(SERDE).channel(form)
+        assert repr(decoded) == repr(value)  # equal, of the same types, in the same order
+        assert [type(v) for v in _values(decoded)] == [type(v) for v in _values(value)]
+        if isinstance(value, (list, dict)):
+            assert decoded is not value and decoded is not Decoder(SERDE).channel(form)
+
+
+def _values(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [*value, *value.values()]
+    return list(value) if isinstance(value, list) else [value]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        ["text", "\ud800"],  # not UTF-8
+        ["text", Colour.RED],  # a subclass of str
+        [1, 2**63],  # beyond 64 bits
+        [1.0, float("nan")],
+        ["text", ("a", "tuple")],
+        ["text", {"nested": "dict"}],
+        {"a": "text", "b": [1]},
+        {"a": datetime.date(2026, 12, 1)},
+        uuid.UUID(int=1),
+        (1, 2),
+    ],
+)
+def test_a_value_json_cannot_keep_exactly_goes_through_the_serde(value: Any) -> None:
+    stored = Encoder(SERDE).channel(value, 1)
+    assert "plain" not in stored
+    expected = SERDE.loads_typed(SERDE.dumps_typed(value))
+    if isinstance(value, list):
+        expected = [SERDE.loads_typed(SERDE.dumps_typed(v)) for v in value]
+    elif isinstance(value, dict):
+        expected = {k: SERDE.loads_typed(SERDE.dumps_typed(v)) for k, v in value.items()}
+    assert repr(Decoder(SERDE).channel(stored)) == repr(expected)
+
+
+def test_a_list_subclass_and_another_serializer_are_never_plain() -> None:
+    class Log(list):  # type: ignore[type-arg]
+        pass
+
+    assert "plain" not in Encoder(SERDE).channel(Log(["a"]), 1)
+    encrypted = EncryptedSerializer.from_pycryptodome_aes(key=b"0123456789abcdef")
+    for value in (["secret"], {"k": "secret"}, "secret"):
+        stored = Encoder(encrypted).channel(value, 1)
+        assert "plain" not in stored and "secret" not in repr(stored)
+        assert Decoder(encrypted).channel(stored) == value
