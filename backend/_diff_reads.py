@@ -15,13 +15,14 @@ from ._values import loads
 #: The keys one lineage step wrote in a range of versions, as one JSON array, and the
 #: lowest and highest space they are in (most ranges write one space: no grouping).
 _CHANGED_KEYS = (
-    "SELECT min(space), max(space), json_group_array(key) FROM rewind_entries "
+    "SELECT min(space), max(space), json_group_array(iif(typeof(key) = 'text', key, NULL)) "
+    "FROM rewind_entries "
     "WHERE branch_id = ? AND version > ? AND version <= ?"
 )
 #: ``_CHANGED_KEYS`` of a range that wrote several spaces: one array per space.
 _CHANGED_KEYS_BY_SPACE = (
-    "SELECT space, json_group_array(key) FROM rewind_entries "
-    "WHERE branch_id = ? AND version > ? AND version <= ? GROUP BY space"
+    "SELECT space, json_group_array(iif(typeof(key) = 'text', key, NULL)) "
+    "FROM rewind_entries WHERE branch_id = ? AND version > ? AND version <= ? GROUP BY space"
 )
 
 
@@ -31,11 +32,9 @@ def changed_keys(
     """space -> the keys (sorted) written in the part of history only one of two points
     sees (``Engine.changed_keys``), spaces in order: a key written nowhere in that part
     has the same value at both points, so a diff only looks at these."""
-    by_space: dict[str, list[str]] = {}
     if engine.conn.dialect != "sqlite":
-        for space, key in engine.changed_keys(ranges_a, ranges_b):
-            by_space.setdefault(space, []).append(key)
-        return _sorted(by_space)
+        return _rows_by_space(engine, ranges_a, ranges_b)
+    by_space: dict[str, list[str]] = {}
     fetchone, fetchall = engine.conn.fetchone, engine.conn.fetchall
     for branch_id in ranges_a.keys() | ranges_b.keys():
         low, high = sorted((ranges_a.get(branch_id, 0), ranges_b.get(branch_id, 0)))
@@ -45,11 +44,23 @@ def changed_keys(
         lowest, highest, keys = fetchone(_CHANGED_KEYS, params)
         if lowest is None:  # nothing written in the range
             continue
-        if lowest == highest:
-            by_space.setdefault(lowest, []).extend(loads(keys))
-        else:
-            for space, keys in fetchall(_CHANGED_KEYS_BY_SPACE, params):
-                by_space.setdefault(space, []).extend(loads(keys))
+        arrays = [(lowest, keys)] if lowest == highest else fetchall(_CHANGED_KEYS_BY_SPACE, params)
+        for space, keys in arrays:
+            names = loads(keys)
+            if type(space) is not str or None in names:  # a damaged file: a BLOB name
+                return _rows_by_space(engine, ranges_a, ranges_b)  # (which says so)
+            by_space.setdefault(space, []).extend(names)
+    return _sorted(by_space)
+
+
+def _rows_by_space(
+    engine: Engine, ranges_a: dict[int, int], ranges_b: dict[int, int]
+) -> dict[str, list[str]]:
+    """``changed_keys`` from ``Engine.changed_keys``' rows (PostgreSQL; a damaged file,
+    whose names are then not all text and fail the diff as damaged, as they always did)."""
+    by_space: dict[str, list[str]] = {}
+    for space, key in engine.changed_keys(ranges_a, ranges_b):
+        by_space.setdefault(space, []).append(key)
     return _sorted(by_space)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 import shutil
+import sqlite3
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -345,7 +346,9 @@ BIG = [{"n": i, "text": "w" * 120} for i in range(20)]
         ),
     ],
 )
-def test_histories_a_random_search_rarely_builds(history: list[tuple[Any, ...]], tmp_path: Path) -> None:
+def test_histories_a_random_search_rarely_builds(
+    history: list[tuple[Any, ...]], tmp_path: Path
+) -> None:
     """Each commit against the one before it, on cases a random search finds rarely."""
     with rewinddb.open(tmp_path / "db") as db:
         model = History(db)
@@ -395,3 +398,25 @@ def test_values_equal_but_stored_apart_are_no_change(db: rewinddb.Database) -> N
     assert [(c.key, c.kind) for c in db.diff("default", "run", events=False)] == [
         ("other", "removed")
     ]
+
+
+@pytest.mark.parametrize("column", ["key", "space"])
+def test_a_name_stored_as_a_blob_is_damage(tmp_path: Path, column: str) -> None:
+    """Another program stored a key (or space) as a BLOB: the diff says the file is
+    damaged and names the column, rather than fail with SQLite's JSON error."""
+    path = tmp_path / "db"
+    with rewinddb.open(path) as db:
+        db.kv.put_many({"a": 1, "b": 2})
+        db.branches.fork("default", "run")
+        db.at("run").kv.put_many({"a": 10, "b": 20})
+    raw = sqlite3.connect(path / "rewind.sqlite3")
+    with raw:
+        raw.execute(
+            f"UPDATE rewind_entries SET {column} = CAST({column} AS BLOB) "
+            "WHERE key = 'a' AND branch_id != 1"
+        )
+    raw.close()
+    with rewinddb.open(path) as db, pytest.raises(rewinddb.CorruptDatabaseError) as raised:
+        db.diff("default", "run")
+    assert raised.value.code == "corrupt.entries"
+    assert f"rewind_entries.{column}" in str(raised.value)
