@@ -83,10 +83,11 @@ _INT_RANGE = range(-(2**63), 2**63)
 
 
 def dump_record(serde: SerializerProtocol, record: dict[str, Any]) -> Any:
-    """A checkpoint's bookkeeping or metadata as stored: the dict itself when it is JSON
-    that reads back exactly as it is (its key order aside), which keeps it small and
-    readable in the store; else as :func:`dump_typed` makes it (a list)."""
-    if _exact_json(record, 0):
+    """A checkpoint's bookkeeping or metadata as stored: with the stock serializer, the
+    dict itself when it is JSON that reads back exactly as it is (its key order aside),
+    which keeps it small and readable in the store; else as :func:`dump_typed` makes it
+    (a list: another serializer, e.g. one that encrypts, sees every record)."""
+    if type(serde) is JsonPlusSerializer and _exact_json(record, 0):
         return record
     return dump_typed(serde, record)
 

@@ -422,3 +422,11 @@ def test_a_list_subclass_and_another_serializer_are_never_plain() -> None:
         stored = Encoder(encrypted).channel(value, 1)
         assert "plain" not in stored and "secret" not in repr(stored)
         assert Decoder(encrypted).channel(stored) == value
+
+
+def test_another_serializer_sees_every_record() -> None:
+    encrypted = EncryptedSerializer.from_pycryptodome_aes(key=b"0123456789abcdef")
+    record = {"source": "loop", "secret": "text"}
+    stored = _codec.dump_record(encrypted, record)
+    assert isinstance(stored, list) and "text" not in repr(stored)
+    assert _codec.load_record(encrypted, stored) == record
