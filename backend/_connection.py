@@ -351,6 +351,11 @@ class Connection:
         """The first row of one statement (a backend may send these its own way)."""
         return self._run(sql, params).fetchone()
 
+    def row(self, sql: str, params: Params = ()) -> Any:
+        """``fetchone`` of a statement of one row at most, on the read path: the caller
+        holds ``lock`` (so a backend may run these on a cursor it keeps for them)."""
+        return self.fetchone(sql, params)
+
     def fetchall(self, sql: str, params: Params = ()) -> list[Any]:
         cursor = self.execute(sql, params)
         try:  # (SQLite reads most pages while the rows are fetched)
@@ -533,6 +538,9 @@ class SQLiteConnection(Connection):
         else:
             raw = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._raw = raw
+        #: The cursor of ``row`` and ``change_token``: used only under ``lock``, it saves
+        #: a cursor's making per statement on the read path.
+        self._kept = raw.cursor()
         #: ``PRAGMA data_version`` as read in the open transaction (fixed until it ends).
         self._token: int | None = None
         # A busy database is waited on here (``_patiently``), not in SQLite's busy handler,
@@ -587,11 +595,32 @@ class SQLiteConnection(Connection):
         write lock, a read transaction its snapshot), so it is read once per transaction."""
         token = self._token
         if token is None:
-            self.check_open()
-            token = int(self._patiently("PRAGMA data_version").fetchone()[0])
-            if self._depth:
-                self._token = token
+            with self.lock:  # (``_kept`` is used under the lock only)
+                self.check_open()
+                try:
+                    token = int(self._kept.execute("PRAGMA data_version").fetchone()[0])
+                except sqlite3.OperationalError as error:
+                    if not is_busy(error):
+                        raise
+                    token = int(self._patiently("PRAGMA data_version").fetchone()[0])
+                if self._depth:
+                    self._token = token
         return token
+
+    def row(self, sql: str, params: Params = ()) -> Any:
+        if self._closed:
+            self.check_open()
+        self._fresh_savepoint = None
+        try:  # (every row fetched: a statement left on a row holds its snapshot open)
+            rows = self._kept.execute(sql, params).fetchall()
+        except Exception as error:
+            if isinstance(error, sqlite3.OperationalError) and is_busy(error):
+                return self.fetchone(sql, params)  # waits, as every statement does
+            failure = self.damage(error)
+            if failure is error:
+                raise
+            raise failure from error
+        return rows[0] if rows else None
 
     def total_changes(self) -> int:
         return self._raw.total_changes - self._bookkeeping_changes

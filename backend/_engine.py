@@ -204,6 +204,10 @@ _SEEKS_PER_STATEMENT = 400
 #: Entries whose stored value is larger than this are not remembered (``read_entry``).
 _LARGEST_REMEMBERED = 256 * 1024
 
+#: The cap of a read of now (``Engine.read_key``): above every version, so the newest
+#: row of each step is the newest entry, whatever the clock says.
+_NOW = 2**63 - 1
+
 #: A lineage walk this deep checks that it meets no branch twice (a parent cycle that
 #: another program wrote), and again at each doubling of its depth.
 _DEEP_LINEAGE = 64
@@ -754,6 +758,85 @@ class Engine:
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
     )
 
+    #: The newest entry of a key on one lineage step, at or below a version.
+    _SEEK = (
+        f"SELECT {_ENTRY_COLUMNS}, branch_id FROM rewind_entries "
+        "WHERE branch_id = ? AND space = ? AND key = ? AND version <= ? "
+        "ORDER BY version DESC LIMIT 1"
+    )
+
+    #: ... and only what its value is made of: (kind, body, refs).
+    _SEEK_FORM = (
+        "SELECT kind, body, refs FROM rewind_entries "
+        "WHERE branch_id = ? AND space = ? AND key = ? AND version <= ? "
+        "ORDER BY version DESC LIMIT 1"
+    )
+
+    def read_key(self, branch: str, space: str, key: str, as_of: AsOf) -> Any:
+        """The value of ``key`` (a name the caller checked) on ``branch`` at ``as_of``, or
+        ``MISSING``: one read of ``kv``, ``json`` or ``state``, start to end.
+
+        What ``branch``, ``resolve_as_of`` and ``read_entry`` do, with the change token
+        asked once and the memory's answers looked up directly (this is every read; each
+        step falls back to those methods, which raise the errors, when the memory does
+        not answer it). A read of now needs no clock: the newest entry is the newest row
+        of the lineage, remembered or sought without a cap.
+        """
+        conn = self.conn
+        with conn.lock:
+            if conn.routines:
+                found = self.read_in_server(branch, as_of, space, key)
+                if found is not None:
+                    return found[0]
+            memory = self.memory
+            with memory.reading():
+                held = memory.answers()
+                record = held.get(("branch", branch), UNKNOWN) if type(branch) is str else UNKNOWN
+                if record is UNKNOWN:
+                    record = self.branch(branch)
+                    held = memory.answers()
+                slot = (record.id, space, key)
+                row = held.get(("entry", slot), UNKNOWN)
+                if as_of is None:
+                    if row is UNKNOWN:
+                        row = self._seek_entry(self.row_lineage(record, _NOW), space, key)
+                        self._remember_entry(slot, row)
+                else:
+                    now = held.get(("clock", None), UNKNOWN)
+                    if (
+                        type(as_of) is int
+                        and now is not UNKNOWN
+                        and record.forked_at <= as_of <= now
+                    ):
+                        version = as_of  # what ``resolve_as_of`` allows, but for retention:
+                        if self.conn.schema_migrated[1] >= 8:
+                            cut = held.get(("horizon", record.id), UNKNOWN)
+                            if cut is UNKNOWN or (cut is not None and version < cut.kept_from):
+                                self.check_kept(record, version)
+                    else:
+                        version = self.resolve_as_of(record, as_of)
+                        now = self.clock()
+                    if row is UNKNOWN or (row is not None and row.version > version):
+                        # (``read_entry``: the newest entry known answers from its version on)
+                        if record.parent_id is None:
+                            steps = [(record.id, version)] if version > record.forked_at else []
+                        else:
+                            steps = self.row_lineage(record, version)
+                        if version >= now:
+                            row = self._seek_entry(steps, space, key)
+                            self._remember_entry(slot, row)
+                        elif len(steps) == 1:  # an older value, not remembered: its form only
+                            step, cap = steps[0]
+                            row = conn.row(self._SEEK_FORM, (step, space, key, cap))
+                        else:
+                            row = self._seek_entry(steps, space, key)
+                if row is None:
+                    return MISSING
+                kind, body, refs = row[0], row[1], row[2]  # (an entry, or its form)
+                if kind == KIND_JSON and refs is None and type(body) is bytes and body:
+                    return loads(body)  # (``decode``, for a value stored whole)
+                return self.decode(kind, body, refs)
+
     def read_entry(
         self, record: BranchRecord, version: int, space: str, key: str
     ) -> EntryRow | None:
@@ -763,10 +846,23 @@ class Engine:
         newer than its ancestors', so the newest row found wins. The newest entry now is
         remembered (``entry``): it answers every version from its own on.
         """
-        known = self.memory.get("entry", (record.id, space, key))  # (read_entries' first step)
+        slot = (record.id, space, key)
+        known = self.memory.get("entry", slot)
         if known is not UNKNOWN and (known is None or known.version <= version):
             return known  # type: ignore[no-any-return]
-        return self.read_entries(record, version, space, [key]).get(key)
+        newest = version >= self.clock()
+        row = self._seek_entry(self.row_lineage(record, version), space, key)
+        if newest:
+            self._remember_entry(slot, row)
+        return row
+
+    def _seek_entry(self, steps: list[tuple[int, int]], space: str, key: str) -> EntryRow | None:
+        """The newest entry of ``key`` on these lineage steps (``row_lineage``), or None."""
+        if len(steps) == 1:  # a root branch, or one read at its own versions only
+            branch_id, cap = steps[0]
+            found = self.conn.row(self._SEEK, (branch_id, space, key, cap))
+            return None if found is None else EntryRow(*found)
+        return self._seek_entries(steps, space, [key]).get(key)
 
     def read_entries(
         self, record: BranchRecord, version: int, space: str, keys: list[str]
@@ -786,13 +882,24 @@ class Engine:
         if not unknown:
             return found
         newest = version >= self.clock()
-        steps = self.row_lineage(record, version)
+        sought = self._seek_entries(self.row_lineage(record, version), space, unknown)
+        found.update(sought)
+        if newest:
+            self._remember_entries([((record.id, space, key), sought.get(key)) for key in unknown])
+        return found
+
+    def _seek_entries(
+        self, steps: list[tuple[int, int]], space: str, keys: list[str]
+    ) -> dict[str, EntryRow]:
+        """The newest entry of each of ``keys`` that has one on these lineage steps: one
+        index seek per key and step, ``_SEEKS_PER_STATEMENT`` to a statement."""
+        found: dict[str, EntryRow] = {}
         seek = (
             f"SELECT * FROM (SELECT {self._ENTRY_COLUMNS}, branch_id, key FROM rewind_entries "
             "WHERE branch_id = ? AND space = ? AND key = ? AND version <= ? "
             "ORDER BY version DESC LIMIT 1) step{}"
         )
-        pairs = [(key, step) for key in unknown for step in steps]
+        pairs = [(key, step) for key in keys for step in steps]
         for start in range(0, len(pairs), _SEEKS_PER_STATEMENT):
             chunk = pairs[start : start + _SEEKS_PER_STATEMENT]
             sql = " UNION ALL ".join(seek.format(i) for i in range(len(chunk)))
@@ -801,9 +908,6 @@ class Engine:
                 row = EntryRow(*columns)
                 if key not in found or found[key].version < row.version:
                     found[key] = row
-        if newest:
-            for key in unknown:
-                self._remember_entry((record.id, space, key), found.get(key))
         return found
 
     def _remember_entry(self, slot: tuple[int, str, str], row: EntryRow | None) -> None:

@@ -34,16 +34,7 @@ class KeySpace:
 
     def _read(self, key: str, as_of: AsOf) -> Any:
         """The stored value of ``key`` at ``as_of``, or ``MISSING``."""
-        check_name(key, "key")
-        engine = self._engine
-        with engine.conn.lock, engine.memory.reading():
-            if engine.conn.routines:
-                found = engine.read_in_server(self._branch, as_of, self.space, key)
-                if found is not None:
-                    return found[0]
-            record = engine.branch(self._branch)
-            version = engine.resolve_as_of(record, as_of)
-            return engine.read_value(record, version, self.space, key)
+        return self._engine.read_key(self._branch, self.space, check_name(key, "key"), as_of)
 
     def _read_many(self, keys: Any, as_of: AsOf) -> dict[str, Any]:
         """The stored values of those of ``keys`` that exist at ``as_of``."""

@@ -13,6 +13,10 @@ while it holds the write lock, and nothing outside one. So:
 - an answer read outside a transaction is stored only if the token did not move since
   the ``get`` that missed it (another connection may have committed in between).
 
+A block of reads (``reading``) asks for the token once, at its start; inside it
+``answers`` gives every answer held (or none, if the token moved) for a read that looks
+up several at once (``Engine.read_key``: the branch, the clock, the key's newest entry).
+
 Everything the engine keeps (branch records, the clock with the newest commit's time and
 each branch's chain head, which allocate the next commit without reading them, the newest
 entry of keys, the end of event logs, the arrays it wrote) lives here, each under a named
@@ -22,11 +26,14 @@ slot, so that there is one place to look at and one rule to test
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 #: What :meth:`Memory.get` returns for an answer it does not hold.
 UNKNOWN: Any = type("Unknown", (), {"__repr__": lambda self: "UNKNOWN", "__slots__": ()})()
+#: What ``Memory.answers`` gives when nothing held is true.
+_NOTHING: Mapping[Any, Any] = MappingProxyType({})
 
 
 class Memory:
@@ -46,7 +53,8 @@ class Memory:
         callbacks its rollbacks call, where this memory adds its ``clear``."""
         self._change_token = token
         self._token: Hashable | None = None
-        self._answers: dict[tuple[str, Hashable], tuple[Any, int]] = {}  # (value, size)
+        self._answers: dict[tuple[str, Hashable], Any] = {}
+        self._sizes: dict[tuple[str, Hashable], int] = {}  # of the answers with a size
         self._bytes = 0
         #: The token read once for a block of reads (``reading``), boxed (it may be None).
         self._read_once: tuple[Hashable | None] | None = None
@@ -84,8 +92,11 @@ class Memory:
                 self.clear()
             return False
         if token != self._token:
-            self._answers, self._bytes, self._token = {}, 0, token
+            self._drop(token)
         return True
+
+    def _drop(self, token: Hashable | None) -> None:
+        self._answers, self._sizes, self._bytes, self._token = {}, {}, 0, token
 
     def get(self, slot: str, key: Hashable = None) -> Any:
         """The answer held for ``key`` in ``slot``, or ``UNKNOWN``."""
@@ -93,8 +104,18 @@ class Memory:
         token = None if read_once is None else read_once[0]
         if (token is None or token != self._token) and not self._valid():
             return UNKNOWN
-        held = self._answers.get((slot, key))
-        return UNKNOWN if held is None else held[0]
+        return self._answers.get((slot, key), UNKNOWN)
+
+    def answers(self) -> Mapping[tuple[str, Hashable], Any]:
+        """Inside a ``reading`` block: every answer held, by (slot, key), to look up
+        several with no ``get`` each (``Engine.read_key``, on every read); empty when
+        none is true under the block's token. Only to read, and only in the block."""
+        read_once = self._read_once
+        assert read_once is not None, "answers() belongs inside a reading() block"
+        token = read_once[0]
+        if (token is None or token != self._token) and not self._valid():
+            return _NOTHING
+        return self._answers
 
     def put(self, slot: str, key: Hashable, value: Any, *, size: int = 0) -> None:
         """Hold ``value`` as the answer for ``key`` in ``slot`` (``size``: its bytes)."""
@@ -107,28 +128,31 @@ class Memory:
         if token is None:
             return
         if token != self._token:  # someone committed since this answer may have been read
-            self._answers, self._bytes, self._token = {}, 0, token
+            self._drop(token)
             return
-        held = self._answers
+        held, sizes = self._answers, self._sizes
         for key, value, size in answers:
-            old = held.pop((slot, key), None)
-            if old is not None:
-                self._bytes -= old[1]
+            name = (slot, key)
+            held.pop(name, None)
+            if sizes:
+                self._bytes -= sizes.pop(name, 0)
             if len(held) >= self.limit or self._bytes + size > self.byte_limit:
-                held, self._bytes = {}, 0
-                self._answers = held
-            held[(slot, key)] = (value, size)
-            self._bytes += size
+                self._drop(token)
+                held, sizes = self._answers, self._sizes
+            held[name] = value
+            if size:
+                sizes[name] = size
+                self._bytes += size
 
     def forget(self, slot: str, key: Hashable = None) -> None:
         """Drop one answer (what this connection is about to change, or just changed)."""
-        old = self._answers.pop((slot, key), None)
-        if old is not None:
-            self._bytes -= old[1]
+        name = (slot, key)
+        self._answers.pop(name, None)
+        self._bytes -= self._sizes.pop(name, 0)
 
     def clear(self) -> None:
         """Drop every answer (a rollback, or a change too wide to write through)."""
-        self._answers, self._bytes, self._token = {}, 0, None
+        self._drop(None)
 
     def __len__(self) -> int:
         return len(self._answers)

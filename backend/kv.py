@@ -36,7 +36,7 @@ class KV(KeySpace):
 
     def get(self, key: str, default: Any = None, *, as_of: AsOf = None) -> Any:
         """The value of ``key`` at ``as_of`` (default: now), or ``default``."""
-        value = self._read(key, as_of)
+        value = self._engine.read_key(self._branch, "kv", check_name(key, "key"), as_of)
         return default if value is MISSING else value
 
     def get_many(self, keys: Iterable[str], *, as_of: AsOf = None) -> dict[str, Any]:
