@@ -6,6 +6,7 @@ Run it from the repository root::
     .venv/bin/python benchmarks/core.py --quick   # a smoke run with small sizes
     .venv/bin/python benchmarks/core.py --diff-only   # only the diffs and merges, against the peers
     .venv/bin/python benchmarks/core.py --merge-only  # only the merges, against the peers
+    .venv/bin/python benchmarks/core.py --reads-only  # only the point reads (9)
 
 Every figure is a median over several repetitions. Where a figure has a baseline, the two
 are measured interleaved (A, B, A, B, ...), so that a noisy machine slows both alike, and
@@ -33,13 +34,24 @@ The figures:
    target that changed nothing, and into one that changed 1,000 other keys (three-way),
    against DoltLite's ``dolt_merge('--no-ff', ...)`` and StrataDB's ``branches.merge``:
    each call forks a fresh target and source and writes their changes untimed, then
-   times the merge alone.
+   times the merge alone;
+9. point reads on a database of 10,000 keys (each written twice, one version each time):
+   ``kv.get`` of a key the connection remembers, the first ``kv.get`` after another
+   connection committed (which drops what a connection remembers) and ``kv.get`` ``as_of``
+   the first version (a key the memory cannot answer: one index seek), each against a raw
+   sqlite3 primary-key select on a plain table of the same keys in the same process (for
+   the first read after a commit, a select after another connection committed to the
+   plain table: SQLite drops its page cache then too); and the ``as_of`` read against
+   StrataDB 1.2.7's ``kv.get(as_of=...)`` when it is installed, run in this process (a
+   point read costs microseconds: a worker's pipe would cost more than the read).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import itertools
+import json
 import random
 import sqlite3
 import statistics
@@ -119,6 +131,9 @@ class Sizes:
     merge_keys: int = 10_000  # keys on default for the merges
     merge_changed: int = 1_000  # of which the source changes (and the target other ones)
     merge_calls: int = 15  # timed merges, per side (each on a fresh source and target)
+    read_keys: int = 10_000  # keys of the point reads' database
+    read_calls: int = 2_000  # timed point reads, per side (each of another key)
+    cold_calls: int = 500  # timed first reads after another connection's commit, per side
 
 
 FULL_RUN = Sizes()
@@ -141,6 +156,9 @@ QUICK_RUN = Sizes(
     merge_keys=2_000,
     merge_changed=200,
     merge_calls=5,
+    read_keys=2_000,
+    read_calls=300,
+    cold_calls=100,
 )
 
 
@@ -944,6 +962,192 @@ def measure_diffs(sizes: Sizes, report: Report, peers: list[Peer]) -> None:
     )
 
 
+# -- 9. point reads against raw SQLite and StrataDB ---------------------------------
+
+RAW_KV_SCHEMA = "CREATE TABLE kv (key TEXT PRIMARY KEY, value BLOB NOT NULL)"
+RAW_POINT_SELECT = "SELECT value FROM kv WHERE key = ?"
+
+
+def read_keys(sizes: Sizes, calls: int) -> list[str]:
+    """``calls`` keys of the point reads' database, spread over it (a key once each
+    while there are enough)."""
+    step = max(1, sizes.read_keys // calls)
+    return [diff_key((i * step) % sizes.read_keys) for i in range(calls)]
+
+
+def raw_kv(db_file: Path, keys: int) -> sqlite3.Connection:
+    """A plain table of the same keys and (old) values, WAL as rewinddb's file."""
+    conn = raw_open(db_file, "NORMAL")
+    conn.execute(RAW_KV_SCHEMA)
+    conn.execute("BEGIN")
+    conn.executemany(
+        "INSERT INTO kv VALUES (?, ?)",
+        ((diff_key(i), orjson.dumps(diff_value(i, False))) for i in range(keys)),
+    )
+    conn.execute("COMMIT")
+    return conn
+
+
+def point_samples(
+    keys: list[str], *sides: tuple[Callable[[], Any] | None, Callable[[str], Any]]
+) -> list[float]:
+    """The median seconds of each side's read (``read(key)``, for each key in turn; the
+    sides alternate call by call, their order reversing every round as in ``samples``);
+    a side's ``prepare`` runs untimed before each of its reads."""
+    taken: list[list[float]] = [[] for _ in sides]
+    turn = list(zip(taken, sides, strict=True))
+    clock = time.perf_counter
+    with gc_paused():
+        for key in keys:
+            for sample, (prepare, read) in turn:
+                if prepare is not None:
+                    prepare()
+                start = clock()
+                read(key)
+                sample.append(clock() - start)
+            turn.reverse()
+    return [statistics.median(sample) for sample in taken]
+
+
+class StrataReads:
+    """StrataDB 1.2.7 in this process, holding the same keys and values (JSON text) written
+    twice like rewinddb's, 1,000 keys per batch; ``old`` is the commit timestamp after
+    the first writing, which its ``as_of`` reads name."""
+
+    def __init__(self, module: Any, directory: Path, keys: int) -> None:
+        self.db = db = module.open(str(directory / "strata"), ipc="off")
+        for changed in (False, True):
+            for start in range(0, keys, 1_000):
+                db.kv.put_many(
+                    {
+                        diff_key(i): json.dumps(diff_value(i, changed))
+                        for i in range(start, min(keys, start + 1_000))
+                    }
+                )
+            if not changed:
+                self.old = db.kv.put("marker", "after the first writing").commit.timestamp
+
+    def read_old(self, key: str) -> Any:
+        return self.db.kv.get(key, as_of=self.old)
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def strata_module() -> Any:
+    """StrataDB's module, or why it is not there."""
+    try:
+        return importlib.import_module("stratadb")  # optional: not known to type checks
+    except ImportError as error:
+        return f"stratadb is not installed ({error})"
+
+
+def measure_reads(sizes: Sizes, report: Report) -> None:
+    keys = sizes.read_keys
+    strata = strata_module()
+    with scratch() as directory:
+        db = rewinddb.open(directory)
+        other = rewinddb.open(directory)
+        raw = raw_kv(directory.parent / "raw.sqlite3", keys)
+        raw_writer = sqlite3.connect(directory.parent / "raw.sqlite3", isolation_level=None)
+        peer = None
+        try:
+            old = db.kv.put_many({diff_key(i): diff_value(i, False) for i in range(keys)})
+            db.kv.put_many({diff_key(i): diff_value(i, True) for i in range(keys)})
+            probe = diff_key(keys // 2)
+            expect(db.kv.get(probe, as_of=old), diff_value(keys // 2, False), "as_of read")
+            expect(db.kv.get(probe), diff_value(keys // 2, True), "latest read")
+
+            def raw_select(key: str) -> Any:
+                return raw.execute(RAW_POINT_SELECT, (key,)).fetchone()
+
+            def latest(key: str) -> Any:
+                return db.kv.get(key)
+
+            def as_of(key: str) -> Any:
+                return db.kv.get(key, as_of=old)
+
+            commits = itertools.count()
+
+            def others_commit() -> None:
+                """Another connection commits to each database (before the reads of both
+                sides alike: the same work runs before each)."""
+                n = next(commits)
+                other.kv.put("elsewhere", n)
+                raw_writer.execute("INSERT OR REPLACE INTO kv VALUES ('elsewhere', ?)", (n,))
+
+            warm = read_keys(sizes, sizes.read_calls)
+            for key in warm:  # remembered: the writes above remembered them already
+                latest(key)
+            t_latest, t_raw = point_samples(warm, (None, latest), (None, raw_select))
+            t_as_of, t_raw_as_of = point_samples(warm, (None, as_of), (None, raw_select))
+            cold = read_keys(sizes, sizes.cold_calls)
+            t_cold, t_raw_cold = point_samples(
+                cold, (others_commit, latest), (others_commit, raw_select)
+            )
+            t_strata = None
+            if not isinstance(strata, str):
+                peer = StrataReads(strata, directory.parent, keys)
+                expect(
+                    peer.read_old(probe),
+                    json.dumps(diff_value(keys // 2, False)).encode(),
+                    "StrataDB's as_of read",
+                )
+                t_as_of_peer, t_strata = point_samples(warm, (None, as_of), (None, peer.read_old))
+        finally:
+            if peer is not None:
+                peer.close()
+            raw_writer.close()
+            raw.close()
+            other.close()
+            db.close()
+    report.section(
+        f"9. point reads, {keys:,} keys (median of {sizes.read_calls:,} reads of distinct "
+        "keys, call by call against a raw sqlite3 primary-key select in this process)"
+    )
+    report.add(
+        Row(
+            "kv.get of a remembered key vs raw PK select",
+            us(t_latest),
+            us(t_raw),
+            t_latest / t_raw,
+            Target("<=", 2, "<= 2"),
+        )
+    )
+    report.add(
+        Row(
+            f"kv.get after another connection committed vs raw PK select after one "
+            f"(median of {sizes.cold_calls})",
+            us(t_cold),
+            us(t_raw_cold),
+            t_cold / t_raw_cold,
+            Target("<=", 2, "<= 2"),
+        )
+    )
+    report.add(
+        Row(
+            "kv.get(as_of=the first version) vs raw PK select",
+            us(t_as_of),
+            us(t_raw_as_of),
+            t_as_of / t_raw_as_of,
+            Target("<=", 2, "<= 2"),
+        )
+    )
+    if t_strata is None:
+        report.note(f"no StrataDB as_of figure (pip install stratadb==1.2.7): {strata}")
+    else:
+        version = importlib.import_module("importlib.metadata").version("stratadb")
+        report.add(
+            Row(
+                f"kv.get(as_of) vs StrataDB {version} kv.get(as_of)",
+                us(t_as_of_peer),
+                us(t_strata),
+                t_as_of_peer / t_strata,
+                Target("<=", 1, "<= 1"),
+            )
+        )
+
+
 # -- main ------------------------------------------------------------------------
 
 
@@ -957,6 +1161,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--merge-only", action="store_true", help="only the merge figures (8), with the peers"
+    )
+    parser.add_argument(
+        "--reads-only",
+        action="store_true",
+        help="only the point reads (9), against raw SQLite and StrataDB",
     )
     return parser.parse_args(argv)
 
@@ -977,7 +1186,7 @@ def main(argv: list[str]) -> int:
     print()
     started = time.perf_counter()
     report = Report()
-    if not (args.diff_only or args.merge_only):
+    if not (args.diff_only or args.merge_only or args.reads_only):
         measure_seed(sizes, report)
         measure_fork(sizes, report)
         measure_history(sizes, report)
@@ -985,7 +1194,10 @@ def main(argv: list[str]) -> int:
         measure_commits(sizes, report)
         measure_depth(sizes, report)
         measure_event_log(sizes, report)
-    measure_diff(sizes, report, diffs=not args.merge_only)
+    if not args.reads_only:
+        measure_diff(sizes, report, diffs=not args.merge_only)
+    if not (args.diff_only or args.merge_only):
+        measure_reads(sizes, report)
     print(report.render())
     print(f"\nmeasured in {time.perf_counter() - started:.1f} s")
     return 0
