@@ -249,22 +249,28 @@ class WriteContext:
     """The hash of the commit before this one, as its allocation read it."""
     recorded_hash: str | None = None
     """The hash its row holds until it is sealed: the previous commit's, or the hash it
-    will have if it writes nothing more than it knew at its allocation (the seal then
-    leaves the row alone)."""
+    will have if it writes nothing more than it knew when its row was recorded (the seal
+    then leaves the row alone)."""
+    recorded: bool = False
+    """Whether its row is in ``rewind_commits`` yet (``reserve`` may allocate first)."""
     entry_parts: dict[tuple[str, str], bytes] = field(default_factory=dict)
     """What this commit's hash covers of each entry it wrote: its digest (``_commit_hash``)."""
     event_parts: list[bytes] = field(default_factory=list)
     """... and of each event it appended, in order."""
     _hashed: tuple[tuple[Any, ...], str] | None = field(default=None, repr=False)
 
-    def commit(self) -> int:
-        """The version of this commit, allocating it (one row) on first use."""
+    def reserve(self) -> int:
+        """This commit's version (and time), allocated on first use. Allocated from what
+        the connection remembers, its row waits for :meth:`commit`, so that what the
+        caller writes next counts in the hash the row is recorded with (no UPDATE when
+        it is sealed); else ``NEXT_COMMIT`` allocates and records it in one statement,
+        with the previous commit's hash until the seal."""
         if self.version is None:
             engine = self.engine
-            merge_branch, merge_version = self.merge_from or (None, None)
             now = now_micros()
             known = engine.remembered_allocation(self.branch.id)
             if known is None:
+                merge_branch, merge_version = self.merge_from or (None, None)
                 version, ts, previous = engine.conn.fetchone(
                     NEXT_COMMIT,
                     (
@@ -281,17 +287,26 @@ class WriteContext:
                     ),
                 )
                 self.version, self.ts, self.previous_hash = int(version), int(ts), previous
-                self.recorded_hash = previous
-            else:  # the same row, from what the connection remembers
+                self.recorded_hash, self.recorded = previous, True
+            else:  # the same row, from what the connection remembers, recorded by commit()
                 clock, newest_ts, previous = known
                 self.version, self.ts = next_commit(clock, newest_ts, now)
                 self.previous_hash = previous
-                # What it writes may be known already (``write_value``): its final hash.
-                known_parts = self.entry_parts or self.event_parts
-                self.recorded_hash = self.hash_after(previous) if known_parts else previous
-                engine.conn.execute(INSERT_COMMIT, (*self._fields(), self.recorded_hash))
             engine.allocated(self)
         return self.version
+
+    def commit(self) -> int:
+        """The version of this commit, its row recorded (on first use): with its final
+        hash when what it writes is known already (``write_value``, ``write_values``,
+        ``append_event`` reserve first), else the previous commit's."""
+        version = self.reserve()
+        if not self.recorded:
+            known_parts = self.entry_parts or self.event_parts
+            previous = self.previous_hash
+            self.recorded_hash = self.hash_after(previous) if known_parts else previous
+            self.engine.conn.execute(INSERT_COMMIT, (*self._fields(), self.recorded_hash))
+            self.recorded = True
+        return version
 
     def hash_after(self, previous: str | None) -> str:
         """This commit's hash, chained on ``previous`` (the commit before it). The last
@@ -323,7 +338,7 @@ class WriteContext:
     def merged_from(self, branch_id: int, version: int) -> None:
         """Record this commit's second parent (also when it was already allocated)."""
         self.merge_from = (branch_id, version)
-        if self.version is not None:
+        if self.recorded:  # (a row still to be recorded is recorded with it)
             self.engine.conn.execute(
                 "UPDATE rewind_commits SET merge_branch_id = ?, merge_version = ? "
                 "WHERE version = ?",
@@ -341,6 +356,7 @@ class WriteContext:
             log_head=self.log_head,
             previous_hash=self.previous_hash,
             recorded_hash=self.recorded_hash,
+            recorded=self.recorded,
             entry_parts=dict(self.entry_parts),
             events=len(self.event_parts),
             entry_trigger=self.entry_trigger,
@@ -353,6 +369,7 @@ class WriteContext:
         self.trigger, self.log_head = saved.trigger, saved.log_head
         self.previous_hash, self.entry_parts = saved.previous_hash, saved.entry_parts
         self.recorded_hash, self.entry_trigger = saved.recorded_hash, saved.entry_trigger
+        self.recorded = saved.recorded
         del self.event_parts[saved.events :]
 
 
@@ -368,6 +385,7 @@ class SavedContext:
     log_head: tuple[int, str] | None
     previous_hash: str | None
     recorded_hash: str | None
+    recorded: bool
     entry_parts: dict[tuple[str, str], bytes]
     events: int
     entry_trigger: str | None
@@ -707,7 +725,7 @@ class Engine:
         # one its allocation read.
         newest: dict[int, str] = {}
         for context in contexts:
-            if context.version is None:  # its group's first write was rolled back
+            if context.version is None or not context.recorded:  # rolled back first
                 continue
             branch_id = context.branch.id
             digest = context.hash_after(newest.get(branch_id, context.previous_hash))
@@ -1056,8 +1074,9 @@ class Engine:
     ) -> int:
         """Write several entries (``MISSING``: a deletion; a ``StoredValue``: another
         entry's stored form, copied) in this commit, keys in sorted order; the entries
-        that need no earlier row go in one statement."""
-        version = context.commit()
+        that need no earlier row go in one statement. The commit's row is recorded after
+        their hash parts are known (with its final hash when they are all it writes)."""
+        version = context.reserve()
         rows = []
         for key in sorted(values):
             value = values[key]
@@ -1077,6 +1096,7 @@ class Engine:
             context.entry_parts[slot] = _commit_hash.entry_digest(
                 _commit_hash.entry_part(space, key, kind, body, None, context.entry_trigger)
             )
+        context.commit()
         if rows:
             self.conn.executemany(self._INSERT_ENTRY, rows)
             self._remember_entries(

@@ -171,12 +171,16 @@ def append_event(
 
     ``origin``: (branch id, sequence) of the event this one copies (merges carry events).
     """
-    record, commit_version, ts = write.branch, write.commit(), write.ts
+    record, commit_version = write.branch, write.reserve()
+    ts = write.ts
     last = write.log_head or last_event(engine, record, commit_version)
     sequence = last[0] + 1 if last else 0
     digest = event_hash(
         last[1] if last else "", sequence, event_type, commit_version, payload_bytes
     )
+    part = _commit_hash.event_part(sequence, digest, ts, *(origin or (None, None)))
+    write.event_parts.append(part)  # before the row is recorded: its final hash
+    write.commit()
     engine.conn.execute(
         f"INSERT INTO rewind_events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
@@ -191,9 +195,6 @@ def append_event(
         ),
     )
     write.log_head = (sequence, digest)
-    write.event_parts.append(
-        _commit_hash.event_part(sequence, digest, ts, *(origin or (None, None)))
-    )
     engine.memory.put("log_end", record.id, (sequence, digest, commit_version))
     return sequence, digest
 
