@@ -30,6 +30,7 @@ of the items written (no parsing, and the very objects written). The slot
 from __future__ import annotations
 
 import hashlib
+from itertools import chain
 from typing import Any, NamedTuple
 
 from ._connection import Connection
@@ -78,9 +79,9 @@ def _find_arrays(value: Any, path: Path, found: list[tuple[Path, list[Any]]]) ->
         found.append((path, list(value)))
     elif isinstance(value, dict):
         if len(value) >= MIN_SHARED_MEMBERS and not any(
-            isinstance(sub, (list, tuple)) for sub in value.values()
+            issubclass(kind, (list, tuple)) for kind in set(map(type, value.values()))
         ):
-            found.append((path, [[key, sub] for key, sub in value.items()]))
+            found.append((path, list(map(list, value.items()))))
             return
         for key, sub in value.items():
             if isinstance(sub, (list, tuple, dict)):
@@ -102,10 +103,22 @@ def _replace(value: Any, path: Path, replacement: Any) -> Any:
     return copy
 
 
-def _size(prefix: bytes, items: tuple[Any, ...] | None) -> int:
+def _size(prefix: bytes, items: _Kept | None) -> int:
     """What one remembered array counts as in memory (its items about as much again as
     their encoding, when they are kept)."""
     return len(prefix) * (1 if items is None else 2)
+
+
+def _written_items(items: list[Any]) -> _Kept | None:
+    """``items`` as written, kept to read again without parsing, when each is an immutable
+    scalar, or each a list of them (a dict's ``[key, value]`` pairs); else None. Checked
+    by type sets (in C), not item by item: this runs at every write of an array."""
+    kinds = set(map(type, items))
+    if kinds <= _SCALARS:
+        return _Kept(tuple(items), _SCALAR_ITEMS, 0)
+    if kinds == _LIST_TYPE and set(map(type, chain.from_iterable(items))) <= _SCALARS:
+        return _Kept(tuple(map(tuple, items)), _LIST_ITEMS, 0)
+    return None
 
 
 class SharedArrays:
@@ -115,11 +128,12 @@ class SharedArrays:
         self.conn = conn
         #: Slot ``array``: (array id, length) -> (encoding of the first ``length`` items
         #: as ``b"[" + b",".join(items)``, prefix hash of the last of them, the items as
-        #: written when all are immutable scalars, else None). Slot ``array_length``:
-        #: array id -> how many items it has as far as written (``_own_length``).
+        #: written when all are immutable scalars or lists of them (``_written_items``),
+        #: else None). Slot ``array_length``: array id -> how many items it has as far
+        #: as written (``_own_length``).
         self.memory = conn.memory
 
-    def _known(self, seq: int, length: int) -> tuple[bytes, bytes, tuple[Any, ...] | None] | None:
+    def _known(self, seq: int, length: int) -> tuple[bytes, bytes, _Kept | None] | None:
         known = self.memory.get("array", (seq, length))
         return None if known is UNKNOWN else known
 
@@ -128,7 +142,7 @@ class SharedArrays:
     ) -> None:
         if len(prefix) > KNOWN_BYTES // 8:
             return
-        kept = tuple(items) if all(type(item) in _SCALARS for item in items) else None
+        kept = _written_items(items)
         self.memory.put("array", (seq, length), (prefix, last_hash, kept), size=_size(prefix, kept))
 
     def _recall(self, seq: int, length: int) -> None:
@@ -309,8 +323,9 @@ class SharedArrays:
         to be made a dict at once) its items may come as tuples."""
         known = self._known(seq, length)
         if known is not None:  # the array as this connection last wrote it
-            if known[2] is not None:
-                return list(known[2])
+            written = known[2]
+            if written is not None:
+                return list(written.items) if pairs else _copied_items(written, length)
             remembered: list[Any] = loads(known[0] + b"]")
             return remembered
         # An array's first n items never change: the longest read of it answers any
@@ -380,10 +395,12 @@ class SharedArrays:
 
 #: What a :class:`_Kept` holds: texts and numbers only, lists (as tuples) only, or both.
 _SCALAR_ITEMS, _LIST_ITEMS, _MIXED_ITEMS = 1, 2, 3
+_LIST_TYPE = frozenset((list,))
 
 
 class _Kept(NamedTuple):
-    """Slot ``array_read``: the longest read of an array, kept for reading again."""
+    """Items kept for reading again: slot ``array_read``, the longest read of an array
+    (and, in slot ``array``, the items as this connection wrote them)."""
 
     items: tuple[Any, ...]  # immutable scalars, and lists of them as tuples
     shape: int  # _SCALAR_ITEMS, _LIST_ITEMS or _MIXED_ITEMS (or 0 for no items)

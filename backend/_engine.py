@@ -807,7 +807,16 @@ class Engine:
                 if found is not None:
                     return found[0]
             memory = self.memory
-            with memory.reading():
+            token = conn.change_token()
+            if as_of is None and type(branch) is str:  # a remembered key now: the usual read
+                known = memory.held_under(token)
+                if known is not None:
+                    record = known.get(("branch", branch), UNKNOWN)
+                    if record is not UNKNOWN:
+                        row = known.get(("entry", (record.id, space, key)), UNKNOWN)
+                        if row is None or (row is not UNKNOWN and row.refs is None):
+                            return self._value(row)  # (shared arrays: read in the block)
+            with memory.reading(token):
                 held = memory.answers()
                 record = held.get(("branch", branch), UNKNOWN) if type(branch) is str else UNKNOWN
                 if record is UNKNOWN:
@@ -848,12 +857,16 @@ class Engine:
                             row = conn.row(self._SEEK_FORM, (step, space, key, cap))
                         else:
                             row = self._seek_entry(steps, space, key)
-                if row is None:
-                    return MISSING
-                kind, body, refs = row[0], row[1], row[2]  # (an entry, or its form)
-                if kind == KIND_JSON and refs is None and type(body) is bytes and body:
-                    return loads(body)  # (``decode``, for a value stored whole)
-                return self.decode(kind, body, refs)
+                return self._value(row)
+
+    def _value(self, row: tuple[Any, ...] | None) -> Any:
+        """The value of an entry (or of its form: kind, body, refs), or ``MISSING``."""
+        if row is None:
+            return MISSING
+        kind, body, refs = row[0], row[1], row[2]
+        if kind == KIND_JSON and refs is None and type(body) is bytes and body:
+            return loads(body)  # (``decode``, for a value stored whole)
+        return self.decode(kind, body, refs)
 
     def read_entry(
         self, record: BranchRecord, version: int, space: str, key: str

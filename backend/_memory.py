@@ -32,6 +32,8 @@ from typing import Any
 
 #: What :meth:`Memory.get` returns for an answer it does not hold.
 UNKNOWN: Any = type("Unknown", (), {"__repr__": lambda self: "UNKNOWN", "__slots__": ()})()
+#: ``Memory.reading``'s default: the block asks for the token itself.
+_ASK: Any = type("Ask", (), {"__repr__": lambda self: "ASK", "__slots__": ()})()
 #: What ``Memory.answers`` gives when nothing held is true.
 _NOTHING: Mapping[Any, Any] = MappingProxyType({})
 
@@ -59,6 +61,7 @@ class Memory:
         #: The token read once for a block of reads (``reading``), boxed (it may be None).
         self._read_once: tuple[Hashable | None] | None = None
         self._read_depth = 0  # how many ``reading`` blocks are open
+        self._given: Any = _ASK  # the token ``reading`` was given for its block
         rolled_back.append(self.clear)
 
     def _token_now(self) -> Hashable | None:
@@ -66,17 +69,20 @@ class Memory:
             return self._read_once[0]
         return self._change_token()
 
-    def reading(self) -> Memory:
+    def reading(self, token: Any = _ASK) -> Memory:
         """A block of reads (``with memory.reading():``) that asks for the token once, at
         its start: every row the block reads is read after that, so it is at least as new
         as the token says (a later call asks again and finds any commit made since).
+        ``token``: the token the caller has just asked for itself (``Engine.read_key``).
         Blocks nest: an inner one keeps the outer one's token. (The memory is its own
         context manager, rather than a generator's, as every read enters one.)"""
+        self._given = token
         return self
 
     def __enter__(self) -> None:
         if not self._read_depth:
-            self._read_once = (self._change_token(),)
+            given, self._given = self._given, _ASK
+            self._read_once = (self._change_token() if given is _ASK else given,)
         self._read_depth += 1
 
     def __exit__(self, *exc: object) -> None:
@@ -115,6 +121,14 @@ class Memory:
         token = read_once[0]
         if (token is None or token != self._token) and not self._valid():
             return _NOTHING
+        return self._answers
+
+    def held_under(self, token: Hashable | None) -> Mapping[tuple[str, Hashable], Any] | None:
+        """The answers held, by (slot, key), if they are true under ``token`` (the token
+        the caller has just asked for), else None (and nothing is dropped: a ``reading``
+        block given that token does it). Only to read, and only until the next call."""
+        if token is None or token != self._token:
+            return None
         return self._answers
 
     def put(self, slot: str, key: Hashable, value: Any, *, size: int = 0) -> None:

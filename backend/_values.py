@@ -9,6 +9,7 @@ on that) and documents come back with their keys in sorted order.
 from __future__ import annotations
 
 import math
+from itertools import chain
 from typing import Any
 
 import orjson
@@ -21,6 +22,11 @@ _MAX_INT = 2**63 - 1
 #: Deeper values are refused (orjson's own limit is 255; self-containing lists never end).
 MAX_DEPTH = 128
 _MIN_INT = -(2**63)
+#: Children of these exact types need no look of their own (``_is_json_value``).
+_LEAVES = frozenset((str, bool, type(None)))
+_NUMBERS_AND_LEAVES = _LEAVES | {int, float}
+_LISTS = frozenset((list,))
+_TEXT = frozenset((str,))
 
 
 def validate(value: Any, *, allow_bytes: bool = True, depth: int = 0) -> None:
@@ -49,7 +55,7 @@ def _is_json_value(value: Any, depth: int) -> bool:
         kind = type(item)
         if kind is dict:
             children: Any = item.values()
-            if any(type(k) is not str for k in item) and not all(isinstance(k, str) for k in item):
+            if not set(map(type, item)) <= _TEXT and not all(isinstance(k, str) for k in item):
                 return False
         elif kind is list or kind is tuple:
             children = item
@@ -72,11 +78,36 @@ def _is_json_value(value: Any, depth: int) -> bool:
         depth += 1
         if depth > MAX_DEPTH:
             return False
+        # The types of the children at once (in C): a list of texts, a dict of numbers
+        # or a list of [key, text] pairs costs no Python step per child.
+        kinds = set(map(type, children))
+        if kinds <= _LEAVES:
+            continue
+        if (
+            kinds == _LISTS
+            and depth < MAX_DEPTH  # their own children are not too deep either
+            and set(map(type, chain.from_iterable(children))) <= _LEAVES
+        ):
+            continue  # lists of leaves
+        if kinds <= _NUMBERS_AND_LEAVES:
+            if not all(map(_number_fits, children)):
+                return False
+            continue
         for child in children:
             kind = type(child)
             if kind is str or kind is bool or child is None:
                 continue
             push((child, depth))
+    return True
+
+
+def _number_fits(value: Any) -> bool:
+    """Whether a leaf or number child is JSON we store (an int of 64 bits, a finite float)."""
+    kind = type(value)
+    if kind is int:
+        return _MIN_INT <= value <= _MAX_INT
+    if kind is float:
+        return math.isfinite(value)
     return True
 
 

@@ -274,7 +274,7 @@ class Encoder:
             if plain and type(value) is list and plain_scalars(value):
                 return {"version": version, "type": "list", "plain": True, "items": list(value)}
             return {"version": version, "type": "list", "items": [self.item(v) for v in value]}
-        if type(value) is dict and all(type(key) is str for key in value):
+        if type(value) is dict and text_keys(value):
             if plain and plain_scalars(value) and plain_scalars(value.values()):
                 pairs = list(map(list, value.items()))
                 return {"version": version, "type": "dict", "plain": True, "pairs": pairs}
@@ -284,6 +284,13 @@ class Encoder:
             return {"version": version, "type": "value", "plain": True, "value": value}
         return {"version": version, "type": "value", "value": self.item(value)}
 
+
+def text_keys(value: dict) -> bool:
+    """Whether every key of ``value`` is exactly a ``str`` (checked in C, not key by key)."""
+    return set(map(type, value)) <= _TEXT
+
+
+_TEXT = frozenset((str,))
 
 #: The exact types a ``"plain"`` channel value is made of.
 _PLAIN_SCALARS = frozenset((str, int, float, bool, type(None)))

@@ -38,6 +38,7 @@ from ._codec import (
     held,
     load_record,
     pairs_of,
+    text_keys,
 )
 from ._index import Index
 
@@ -108,7 +109,7 @@ KEPT_MEMBERS = 16
 
 
 def _kept_as_channel(value: Any) -> bool:
-    return type(value) is dict and len(value) >= KEPT_MEMBERS and all(type(k) is str for k in value)
+    return type(value) is dict and len(value) >= KEPT_MEMBERS and text_keys(value)
 
 
 #: The strategies of ``prune``.

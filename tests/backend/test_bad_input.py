@@ -257,6 +257,14 @@ _EDGE_VALUES: list[object] = [
     [2**63],
     [-(2**63) - 1],
     {"set": {1}},
+    [["k", "text"], ["j", None], ["i", True]],  # pairs of leaves
+    [["k", 1], ["j", 2**63]],  # a pair holding a number too large
+    [["k", float("inf")]],
+    [["k", "v"], [_Text("a subclass in a pair")]],
+    [["k", "v"], ["j", {"inner": 1}]],
+    {"a": 1, "b": 2.5, "c": float("nan")},
+    {"a": 1, "b": -(2**63) - 1},
+    {"a": 1, "b": _Number(1)},
 ]
 
 
@@ -272,6 +280,7 @@ def _nested(depth: int, leaf: object) -> object:
     [
         *_EDGE_VALUES,
         *(_nested(n, leaf) for n in (127, 128, 129) for leaf in ("s", 1, [], {}, [1])),
+        *(_nested(n, [["k", "v"], ["j", None]]) for n in (125, 126, 127, 128)),
         *({"a": _nested(n, None)} for n in (126, 127, 128)),
     ],
 )

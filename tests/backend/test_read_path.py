@@ -251,3 +251,17 @@ def test_every_read_agrees_with_a_fresh_connection(db_path: Path) -> None:
             for key in (f"k{i}" for i in range(6)):
                 for version in [None, *versions]:
                     assert db.kv.get(key, as_of=version) == fresh.kv.get(key, as_of=version)
+
+
+def test_a_read_of_a_value_with_shared_arrays_asks_for_the_token_once(db_path: Path) -> None:
+    with rewinddb.open(db_path) as db, rewinddb.open(db_path) as other:
+        items = [{"n": n, "text": "item " * 20} for n in range(200)]
+        first = db.kv.put("list", items)
+        db.kv.put("list", [*items, {"n": 200}])
+        assert db._engine.memory.get("entry", (1, "kv", "list")).refs is not None
+        for _ in range(2):  # remembered, then after another connection's commit
+            with statements(db) as seen:
+                assert db.kv.get("list") == [*items, {"n": 200}]
+                assert db.kv.get("list", as_of=first) == items
+            assert seen.count("PRAGMA data_version") == 2, seen
+            other.kv.put("elsewhere", 1)
