@@ -218,9 +218,15 @@ def diff_points(
     return Diff(Point(a.name, version_a), Point(b.name, version_b), changes)
 
 
-#: Keys whose entries one statement batch reads (``Engine.read_entries`` splits them
-#: further into statements of at most ``_SEEKS_PER_STATEMENT`` index seeks).
-_KEYS_PER_READ = 500
+#: Keys whose entries one ``Engine.read_entries`` call reads, at each point. What the
+#: memory does not answer it seeks with one statement of (keys x lineage steps) seeks,
+#: at most ``_SEEKS_PER_STATEMENT`` (400), whose text depends on that count: a full
+#: batch of 100 keys sends statements of 100 or 200 seeks (one or two steps), prepared
+#: once and reused by every batch. Batches of 500 sent statements of 400, 200 and 100
+#: seeks, each prepared anew after reopening: the first diff of 1,000 changed keys
+#: after reopening took 37 ms, now 27 ms; with the entries remembered both take the
+#: same time (about 3.3 ms).
+_KEYS_PER_READ = 100
 
 
 def _space_changes(
