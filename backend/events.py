@@ -159,6 +159,15 @@ def last_event(engine: Engine, record: BranchRecord, version: int) -> tuple[int,
     return None if found is None else (found[0], found[1])
 
 
+def _ends_by(engine: Engine, record: BranchRecord, version: int, sequence: int) -> bool:
+    """Whether the memory knows that the log visible at (record, version) has no event
+    after ``sequence`` (False when it does not know: the caller reads)."""
+    known = engine.memory.get("log_end", record.id)
+    if known is UNKNOWN or (known is not None and known[2] > version):
+        return False
+    return known is None or known[0] <= sequence
+
+
 def append_event(
     engine: Engine,
     write: WriteContext,
@@ -388,6 +397,8 @@ class Events:
             record = engine.branch(self._branch)
             version = engine.resolve_as_of(record, as_of)
             items: builtins.list[EventItem] = []
+            if after is not None and _ends_by(engine, record, version, after):
+                return items  # nothing after it: the remembered end of the log says so
             for branch_id, cap in reversed(engine.row_lineage(record, version)):
                 if limit is not None and len(items) >= limit:
                     break

@@ -196,3 +196,37 @@ def test_appends_build_on_the_log_end_this_connection_wrote(db_path: Path) -> No
         assert [e.event.event_type for e in db.events.list()] == types
         assert [e.event.sequence for e in db.events.list()] == list(range(len(types)))
         assert db.events.verify().ok
+
+
+def test_a_list_after_the_known_end_of_the_log_reads_nothing_and_stays_true(
+    db_path: Path,
+) -> None:
+    """``events.list(after=n)`` when this connection knows its log ends at ``n``: no read,
+    and another connection's append is seen at once (the memory's rule)."""
+    with rewinddb.open(db_path) as db:
+        for n in range(3):
+            db.events.append("step", {"n": n})
+        statements: list[str] = []
+        db._engine.conn._raw.set_trace_callback(statements.append)
+        assert db.events.list(after=2) == []
+        assert not [s for s in statements if "FROM rewind_events" in s]
+        with rewinddb.open(db_path) as other:
+            other.events.append("elsewhere")
+        assert [e.event.event_type for e in db.events.list(after=2)] == ["elsewhere"]
+        with db.transaction():
+            db.events.append("inside")
+            assert [e.event.event_type for e in db.events.list(after=3)] == ["inside"]
+        db.branches.fork("default", "child")
+        assert db.at("child").events.list(after=4) == []
+        assert [e.event.sequence for e in db.at("child").events.list(after=3)] == [4]
+        db._engine.conn._raw.set_trace_callback(None)
+        assert db.events.list(after=2, as_of=1) == []  # at an older version: still true
+
+
+def test_a_list_after_a_sequence_on_both_backends(db: rewinddb.Database) -> None:
+    db.events.append("a")
+    db.events.append("b")
+    assert [e.event.event_type for e in db.events.list(after=0)] == ["b"]
+    assert db.events.list(after=1) == [] and db.events.list(after=7) == []
+    db.events.append("c")
+    assert [e.event.event_type for e in db.events.list(after=1)] == ["c"]
