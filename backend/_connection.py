@@ -85,6 +85,9 @@ class Connection:
     #: The server has routines (``_pg_routines``): a write that is a transaction of its
     #: own, or the read of one key, can be one call.
     routines = False
+    #: An SQL expression of the change token (``change_token``) outside a transaction, for
+    #: a statement that reads it with its rows, in their snapshot; None: there is none.
+    token_column: str | None = None
 
     def __init__(self, *, readonly: bool, busy_timeout: float) -> None:
         self.readonly = readonly
@@ -519,6 +522,7 @@ class SQLiteConnection(Connection):
     """
 
     dialect = "sqlite"
+    token_column = "(SELECT data_version FROM pragma_data_version())"
 
     def __init__(
         self,

@@ -410,6 +410,16 @@ class Engine:
         #: connection's rollback count at its first allocation).
         self._unsealed: tuple[int | None, list[WriteContext], int] = (None, [], 0)
         conn.before_commit.append(self.seal)
+        #: ``read_past``'s statement: an older value's form and the token, or (-1, NULL,
+        #: NULL, the token) when the key has no entry then. None: no token column.
+        self._past: str | None = None
+        if conn.token_column is not None:
+            self._past = (
+                f"SELECT * FROM (SELECT kind, body, refs, {conn.token_column} "
+                "FROM rewind_entries WHERE branch_id = ? AND space = ? AND key = ? "
+                "AND version <= ? ORDER BY version DESC LIMIT 1) "
+                f"UNION ALL SELECT -1, NULL, NULL, {conn.token_column} LIMIT 1"
+            )
 
     # -- branches ----------------------------------------------------------------
 
@@ -807,6 +817,10 @@ class Engine:
                 if found is not None:
                     return found[0]
             memory = self.memory
+            if type(as_of) is int and self._past is not None and not conn.in_transaction:
+                found = self.read_past(branch, space, key, as_of)
+                if found is not UNKNOWN:
+                    return found
             token = conn.change_token()
             if as_of is None and type(branch) is str:  # a remembered key now: the usual read
                 known = memory.held_under(token)
@@ -858,6 +872,43 @@ class Engine:
                         else:
                             row = self._seek_entry(steps, space, key)
                 return self._value(row)
+
+    def read_past(self, branch: str, space: str, key: str, as_of: int) -> Any:
+        """``read_key`` of an older value on a root branch, as one statement: the value's
+        form and the change token, read together. The branch, the clock and the horizon
+        are the memory's, taken on trust until the statement's token says they are true
+        (it is the one they are held under: nobody committed since). ``UNKNOWN`` when
+        this cannot answer (the memory lacks one of them, or it answers the key itself,
+        a fork, a version outside the branch's history, or the token moved): then
+        ``read_key`` asks for the token and reads as usual, errors included."""
+        memory = self.memory
+        held = memory.held()
+        if held is None or type(branch) is not str:
+            return UNKNOWN
+        token, answers = held
+        record = answers.get(("branch", branch), UNKNOWN)
+        if record is UNKNOWN or record.parent_id is not None:
+            return UNKNOWN
+        now = answers.get(("clock", None), UNKNOWN)
+        if now is UNKNOWN or not record.forked_at < as_of < now:
+            return UNKNOWN  # (at the clock: the newest entry, which ``read_key`` remembers)
+        if self.conn.schema_migrated[1] >= 8:
+            cut = answers.get(("horizon", record.id), UNKNOWN)
+            if cut is UNKNOWN or (cut is not None and as_of < cut.kept_from):
+                return UNKNOWN
+        known = answers.get(("entry", (record.id, space, key)), UNKNOWN)
+        if known is not UNKNOWN and (known is None or known.version <= as_of):
+            return UNKNOWN  # the memory answers: once the token says so
+        assert self._past is not None
+        found = self.conn.row(self._past, (record.id, space, key, as_of))
+        if found is None or found[3] != token:
+            return UNKNOWN  # another connection committed: nothing held may be true
+        if found[0] == -1:
+            return MISSING
+        if found[2] is None:
+            return self._value(found)
+        with memory.reading(token):  # shared arrays, read with what the memory holds
+            return self._value(found)
 
     def _value(self, row: tuple[Any, ...] | None) -> Any:
         """The value of an entry (or of its form: kind, body, refs), or ``MISSING``."""

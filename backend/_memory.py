@@ -131,6 +131,15 @@ class Memory:
             return None
         return self._answers
 
+    def held(self) -> tuple[Hashable, Mapping[tuple[str, Hashable], Any]] | None:
+        """The token the answers held are true under and the answers, without asking for
+        the token now (None: nothing is held), for a caller that reads the token in the
+        same statement as the rows it reads with them, and uses neither unless it is
+        this one (``Engine.read_past``). Only to read, and only until the next call."""
+        if self._token is None:
+            return None
+        return self._token, self._answers
+
     def put(self, slot: str, key: Hashable, value: Any, *, size: int = 0) -> None:
         """Hold ``value`` as the answer for ``key`` in ``slot`` (``size``: its bytes)."""
         self.put_many(slot, ((key, value, size),))

@@ -48,8 +48,68 @@ def test_a_remembered_read_runs_one_statement(db_path: Path) -> None:
             assert db.kv.get("k", as_of=old + 1) == {"n": 2}  # the newest answers it too
         assert seen == ["PRAGMA data_version"] * 2
         with statements(db) as seen:
-            assert db.kv.get("k", as_of=old) == {"n": 1}  # older: one seek
-        assert len(seen) == 2 and "FROM rewind_entries" in seen[1]
+            assert db.kv.get("k", as_of=old) == {"n": 1}  # older: one seek, with the token
+        assert ran(seen) == ["seek with the token"], seen
+
+
+def ran(seen: list[str]) -> list[str]:
+    """The statements run, by what they are (not the pragma's own, traced as ``--``)."""
+    kinds = []
+    for sql in seen:
+        if sql.startswith("--"):
+            continue
+        if "pragma_data_version" in sql and "FROM rewind_entries" in sql:
+            kinds.append("seek with the token")
+        elif sql == "PRAGMA data_version":
+            kinds.append("token")
+        elif "FROM rewind_entries" in sql:
+            kinds.append("seek")
+        else:
+            kinds.append(sql)
+    return kinds
+
+
+def test_an_older_value_is_read_with_the_token_in_one_statement(
+    two: tuple[rewinddb.Database, rewinddb.Database],
+) -> None:
+    """What the memory holds (the branch, the clock, the horizon) is used with the token
+    its statement reads: when another connection committed since, nothing of it is
+    trusted, and the read is made again the usual way."""
+    db, other = two
+    old = db.kv.put("k", "old")
+    db.kv.put("k", "new")
+    db.kv.put("later", 1)
+    warm(db, "default", "k", old)  # (the horizon is known from the first read as_of on)
+    with statements(db) as seen:
+        assert db.kv.get("k", as_of=old) == "old"
+        assert db.kv.get("later", "absent", as_of=old) == "absent"
+    assert ran(seen) == ["seek with the token"] * 2
+    other.kv.put("k", "newest")
+    with statements(db) as seen:
+        assert db.kv.get("k", as_of=old) == "old"
+    assert ran(seen)[:2] == ["seek with the token", "token"], seen
+    assert ran(seen)[2:] and set(ran(seen)[2:]) != {"seek with the token"}
+    with statements(db) as seen:
+        assert db.kv.get("k", as_of=old + 1) == "new"
+    assert ran(seen) == ["seek with the token"]
+    assert db.kv.get("k") == "newest"
+
+
+def test_an_older_value_read_inside_a_transaction_asks_no_token(db_path: Path) -> None:
+    with rewinddb.open(db_path) as db:
+        old = db.kv.put("k", "old")
+        db.kv.put("k", "new")
+        warm(db, "default", "k", old)
+        with db.transaction():
+            db.kv.put("k", "inside")
+            with statements(db) as seen:
+                assert db.kv.get("k", as_of=old) == "old"
+                assert db.kv.get("k") == "inside"
+            assert ran(seen) == ["seek"]
+        with db.read(), statements(db) as seen:
+            assert db.kv.get("k", as_of=old) == "old"
+            assert db.kv.get("k", as_of=old + 1) == "new"
+        assert ran(seen) == ["token", "seek", "seek"]
 
 
 def test_another_connections_commit_is_seen_by_both_kinds_of_read(
