@@ -13,9 +13,14 @@ while it holds the write lock, and nothing outside one. So:
 - an answer read outside a transaction is stored only if the token did not move since
   the ``get`` that missed it (another connection may have committed in between).
 
-A block of reads (``reading``) asks for the token once, at its start; inside it
-``answers`` gives every answer held (or none, if the token moved) for a read that looks
-up several at once (``Engine.read_key``: the branch, the clock, the key's newest entry).
+A block of reads (``reading``) asks for the token once, at its start (or takes the one
+its caller has just asked for); inside it ``answers`` gives every answer held (or none,
+if the token moved) for a read that looks up several at once (``Engine.read_key``: the
+branch, the clock, the key's newest entry). Outside a block, ``held_under(token)`` gives
+them for a token the caller has just read, and ``held()`` gives them with the token they
+are held under, unasked, to a caller that reads the token in the same statement as its
+rows and uses neither the answers nor the rows unless it is that token (``Engine.
+read_past``): the same rule, checked in the statement's snapshot.
 
 Everything the engine keeps (branch records, the clock with the newest commit's time and
 each branch's chain head, which allocate the next commit without reading them, the newest
