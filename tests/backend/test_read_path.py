@@ -62,6 +62,10 @@ def ran(seen: list[str]) -> list[str]:
             kinds.append("seek with the token")
         elif sql == "PRAGMA data_version":
             kinds.append("token")
+        elif "FROM rewind_branches b LEFT JOIN rewind_entries" in sql:
+            kinds.append("branch and entry")
+        elif "FROM rewind_branches WHERE id = " in sql:
+            kinds.append("a parent")
         elif "FROM rewind_entries" in sql:
             kinds.append("seek")
         else:
@@ -325,3 +329,29 @@ def test_a_read_of_a_value_with_shared_arrays_asks_for_the_token_once(db_path: P
                 assert db.kv.get("list", as_of=first) == items
             assert seen.count("PRAGMA data_version") == 2, seen
             other.kv.put("elsewhere", 1)
+
+
+def test_a_read_of_now_on_a_branch_the_memory_forgot_reads_it_with_the_entry(
+    two: tuple[rewinddb.Database, rewinddb.Database],
+) -> None:
+    """After another connection's commit the memory knows no branch: a read of now finds
+    the branch and its own newest entry of the key in one statement (and the ancestors'
+    when it has none), and remembers both."""
+    db, other = two
+    db.kv.put("k", "on default")
+    db.branches.fork("default", "b")
+    b = db.at("b")
+    b.kv.put("mine", "on b")
+    for key, value, reads in (
+        ("mine", "on b", ["token", "branch and entry"]),
+        ("k", "on default", ["token", "branch and entry", "a parent", "seek"]),
+        ("nothing", None, ["token", "branch and entry", "a parent", "seek"]),
+    ):
+        other.kv.put("elsewhere", key)
+        with statements(db) as seen:
+            assert b.kv.get(key) == value
+            assert b.kv.get(key) == value  # remembered: the token only
+        assert ran(seen) == [*reads, "token"], seen
+    other.branches.delete("b")
+    assert outcome(lambda: b.kv.get("mine")) == ("error", "not_found.engine.branch")
+    assert db.kv.get("k") == "on default"
