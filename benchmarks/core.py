@@ -37,13 +37,14 @@ The figures:
    times the merge alone;
 9. point reads on a database of 10,000 keys (each written twice, one version each time):
    ``kv.get`` of a key the connection remembers, the first ``kv.get`` after another
-   connection committed (which drops what a connection remembers) and ``kv.get`` ``as_of``
-   the first version (a key the memory cannot answer: one index seek), each against a raw
-   sqlite3 primary-key select on a plain table of the same keys in the same process (for
-   the first read after a commit, a select after another connection committed to the
-   plain table: SQLite drops its page cache then too); and the ``as_of`` read against
-   StrataDB 1.2.7's ``kv.get(as_of=...)`` when it is installed, run in this process (a
-   point read costs microseconds: a worker's pipe would cost more than the read).
+   process committed (which drops what a connection remembers) and ``kv.get`` ``as_of``
+   the first version (a key the memory cannot answer: one index seek; also inside one
+   ``db.read()`` block, for information), each against a raw sqlite3 primary-key select
+   on a plain table of the same keys in this process (for the first read after a commit,
+   a select after that process committed to the plain table too: SQLite drops its page
+   cache then as well); and the ``as_of`` read against StrataDB 1.2.7's
+   ``kv.get(as_of=...)`` when it is installed, run in this process (a point read costs
+   microseconds: a worker's pipe would cost more than the read).
 """
 
 from __future__ import annotations
