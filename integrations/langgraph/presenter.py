@@ -72,6 +72,7 @@ _HIDDEN_KEYS = (
     "kv:channel/__pregel_*",
     "kv:channel/__start__:*",
     "kv:channel/*:$.version",
+    "kv:channel/*:$.plain",
     "kv:write/*",
 )
 _METADATA_PATH = re.compile(r"\$\.metadata(?:\.([A-Za-z_][A-Za-z0-9_]*)|\['((?:[^'\\]|\\.)*)'\])")
@@ -188,10 +189,22 @@ class LangGraphPresenter(Presenter):
         return branch.name.startswith(_names.PREFIX) or branch.name == _names.INDEX_BRANCH
 
     def display(self, value: Any, memo: dict[Any, Any] | None = None) -> Any:
+        """Serde encodings decoded; what the saver stores as itself (a plain channel
+        value, the checkpoint record's JSON fields) shown as stored: user text that
+        merely looks like an encoding ("json:...") must not be decoded."""
+        if _plain_blob(value):
+            return value
+        if _checkpoint_record(value):
+            return {
+                name: readable(field, memo=memo) if is_encoded(field) else field
+                for name, field in value.items()
+            }
         return readable(value, memo=memo)
 
     def encoded(self, value: Any) -> bool:
-        return is_encoded(value)
+        """A serde encoding, or a value ``display`` shows as a whole (so a readable diff
+        compares what it shows, not what a walk into it would decode)."""
+        return is_encoded(value) or _plain_blob(value) or _checkpoint_record(value)
 
     def value_text(self, value: Any) -> str | None:
         """A LangChain message (as ``readable`` decodes it) reads as ``role: what it says``."""
@@ -902,6 +915,17 @@ def _check_count(value: Any, what: str, *, minimum: int = 0) -> None:
         )
 
 
+def _plain_blob(value: Any) -> bool:
+    """A channel value the codec stored as itself (``"plain": true``)."""
+    return type(value) is dict and value.get("plain") is True and "type" in value
+
+
+def _checkpoint_record(value: Any) -> bool:
+    """The saver's checkpoint record (``CHECKPOINT_KEY``): its id, parent, bookkeeping
+    and metadata, the last two plain JSON or (older records) serde pairs."""
+    return type(value) is dict and {"id", "checkpoint", "metadata"} <= value.keys()
+
+
 class _Items(NamedTuple):
     """The stored items of a list channel value."""
 
@@ -952,7 +976,8 @@ def _as_stored(value: Any, memo: dict[Any, Any] | None = None) -> Any:
 
 
 def _channel_versions(record: _Record) -> dict[str, Any]:
-    checkpoint = readable(record.stored.get("checkpoint"))
+    stored = record.stored.get("checkpoint")
+    checkpoint = readable(stored) if is_encoded(stored) else stored  # (older records)
     versions = checkpoint.get("channel_versions") if isinstance(checkpoint, dict) else None
     return versions if isinstance(versions, dict) else {}
 

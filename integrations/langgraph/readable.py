@@ -1,8 +1,10 @@
 """Stored values as a person reads them: what LangGraph's serde encoded, decoded for display.
 
 The LangGraph saver stores each value as its serde makes it: a list item as one string
-``"msgpack:<base64>"``, a record field or a pending write as a pair
-``["msgpack", "<base64>"]``. A diff of such values is a diff of base64. The web explorer,
+``"msgpack:<base64>"``, a pending write (and an older checkpoint record's fields) as a
+pair ``["msgpack", "<base64>"]``. A diff of such values is a diff of base64. (Plain
+channel values and the checkpoint record's JSON fields are stored as themselves; the
+presenter shows them as stored, never through :func:`readable`.) The web explorer,
 the notebook widget and the command line's text show them through :func:`readable`
 (registered with the core by the LangGraph presenter: ``rewinddb.presenters.readable``)
 instead, which decodes those encodings into plain JSON: a model (a LangChain message, a
