@@ -30,18 +30,30 @@ def _history(db: rewinddb.Database, branch: str) -> dict[int, Any]:
     return {v: _read(db, branch, v) for v in range(start, db.version + 1)}
 
 
-def _as_kept(answer: Any, first_event: int) -> Any:
+def _as_kept(answer: Any, inherited: int, first_own: int) -> Any:
     """What a read at a kept version answers after a cut: the same state, and the events
-    appended from the cut on (the log keeps its sequence numbers)."""
+    inherited and appended from the cut on (the log keeps its sequence numbers): those
+    before ``inherited`` are the parent's, the branch's own start at ``first_own``."""
     snapshot, events = answer
     return snapshot, [
-        (sequence, payload) for sequence, payload in events if sequence >= first_event
+        (sequence, payload)
+        for sequence, payload in events
+        if sequence < inherited or sequence >= first_own
     ]
 
 
 def _first_kept(db: rewinddb.Database, branch: str) -> int:
+    """The first event a branch that inherited none still lists (or its length)."""
     kept = db.at(branch).events.list(limit=1)
     return kept[0].event.sequence if kept else db.at(branch).events.length()
+
+
+def _inherited(db: rewinddb.Database, branch: str) -> int:
+    """How many events ``branch`` inherited at its fork point."""
+    info = db.branches.get(branch)
+    if info.parent is None:
+        return 0
+    return db.at(info.parent).events.length(as_of=info.forked_at)
 
 
 def _chat(n: int) -> list[dict[str, str]]:
@@ -71,7 +83,7 @@ def test_kept_versions_answer_as_before_and_pruned_ones_say_why(db: rewinddb.Dat
     first = _first_kept(db, "lg/a")
     for version, answer in before.items():
         if version >= cut:
-            assert _read(db, "lg/a", version) == _as_kept(answer, first), version
+            assert _read(db, "lg/a", version) == _as_kept(answer, 0, first), version
         else:
             with pytest.raises(rewinddb.HistoryUnavailableError) as info:
                 _read(db, "lg/a", version)
@@ -131,7 +143,7 @@ def test_gc_applies_policies_purges_deleted_branches_and_shrinks_the_file(
         cut, first = report.horizons["lg/t3"], _first_kept(db, "lg/t3")
         for version, answer in kept_before.items():
             if version >= cut:
-                assert _read(db, "lg/t3", version) == _as_kept(answer, first)
+                assert _read(db, "lg/t3", version) == _as_kept(answer, 0, first)
         assert db.at("notes").kv.get("n") == 1
         assert db.verify().ok
         again = db.gc()
@@ -274,15 +286,16 @@ def test_random_cuts_keep_every_answer_at_kept_versions(
         report = db.prune(pruned, keep_last=keep)
         cut = report.horizons.get(pruned, 0)
         for name, answers in everything.items():
-            # Events appended on the pruned branch before the cut are gone from its log
-            # (a branch with forks keeps its events: they read them).
-            first = _first_kept(db, pruned) if report.events else 0
+            # The pruned branch's own events before the cut are gone from its log (a
+            # branch with forks keeps its events: they read them); those it inherited stay.
+            inherited = _inherited(db, pruned)
             for version, answer in answers.items():
                 if name == pruned and version < cut:
                     with pytest.raises(rewinddb.HistoryUnavailableError):
                         _read(db, name, version)
                 elif name == pruned:
-                    assert _read(db, name, version) == _as_kept(answer, first), (name, version)
+                    kept = _as_kept(answer, inherited, inherited + report.events)
+                    assert _read(db, name, version) == kept, (name, version)
                 else:
                     assert _read(db, name, version) == answer, (name, version)
         assert db.verify().ok
@@ -369,3 +382,28 @@ def test_gc_runs_while_agents_write(db_target: str | Path) -> None:
             assert mine and mine == written[len(written) - len(mine) :]
             assert len(logged) == len(mine) or mine == written  # none lost after the cut
         assert db.verify().ok
+
+
+def test_a_pruned_fork_keeps_what_it_inherited_and_its_own_events_from_the_cut(
+    db: rewinddb.Database,
+) -> None:
+    """A fork that appended events, pruned: its own events before the cut go; the events
+    it inherited stay (they are its parent's, whose history is whole), with their
+    sequence numbers, and new events continue the log."""
+    db.branches.fork("default", "b0")
+    db.at("b0").kv.put("k", 1)
+    db.at("b0").events.append("e", {"n": 0})  # sequence 0, inherited by b1
+    db.branches.fork("b0", "b1")
+    db.at("b1").events.append("e", {"n": 1})  # sequence 1, b1's own
+    db.at("b1").kv.put("k", 2)
+    report = db.prune("b1", keep_last=1)
+    assert report.events == 1
+    b1 = db.at("b1")
+    assert [e.event.sequence for e in b1.events.list()] == [0] and b1.events.length() == 2
+    assert b1.events.get(0).payload == {"n": 0}
+    with pytest.raises(rewinddb.EventNotFound):
+        b1.events.get(1)
+    b1.events.append("e", {"n": 2})
+    assert [e.event.sequence for e in b1.events.list()] == [0, 2]
+    assert [e.event.sequence for e in b1.events.list(after=0)] == [2]
+    assert b1.events.verify().ok and db.verify().ok
