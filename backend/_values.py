@@ -105,7 +105,7 @@ def _number_fits(value: Any) -> bool:
     """Whether a leaf or number child is JSON we store (an int of 64 bits, a finite float)."""
     kind = type(value)
     if kind is int:
-        return _MIN_INT <= value <= _MAX_INT
+        return bool(_MIN_INT <= value <= _MAX_INT)
     if kind is float:
         return math.isfinite(value)
     return True

@@ -34,7 +34,7 @@ import math
 import operator
 import pickle
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import orjson
@@ -82,7 +82,7 @@ _RECORD_DEPTH = 32
 _INT_RANGE = range(-(2**63), 2**63)
 
 
-def dump_record(serde: SerializerProtocol, record: dict[str, Any]) -> Any:
+def dump_record(serde: SerializerProtocol, record: Mapping[str, Any]) -> Any:
     """A checkpoint's bookkeeping or metadata as stored: with the stock serializer, the
     dict itself when it is JSON that reads back exactly as it is (its key order aside),
     which keeps it small and readable in the store; else as :func:`dump_typed` makes it
