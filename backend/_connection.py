@@ -739,6 +739,12 @@ class SQLiteConnection(Connection):
             return error
         if is_damaged(error):
             return damaged_file(self.location, error)
+        if str(error).startswith("Could not decode to UTF-8"):  # another program's bytes
+            return CorruptDatabaseError(
+                f"{self.location} is damaged: a text column holds bytes that are not UTF-8 "
+                f"(SQLite: {error})",
+                code="corrupt",
+            )
         missing = _MISSING.match(str(error))
         if missing is None:
             return error

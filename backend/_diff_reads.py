@@ -9,6 +9,8 @@ Python tuples cost more than the index range that finds them.
 
 from __future__ import annotations
 
+import sqlite3
+
 from ._engine import Engine
 from ._values import loads
 
@@ -41,10 +43,15 @@ def changed_keys(
         if low == high:
             continue
         params = (branch_id, low, high)
-        lowest, highest, keys = fetchone(_CHANGED_KEYS, params)
-        if lowest is None:  # nothing written in the range
-            continue
-        arrays = [(lowest, keys)] if lowest == highest else fetchall(_CHANGED_KEYS_BY_SPACE, params)
+        try:
+            lowest, highest, keys = fetchone(_CHANGED_KEYS, params)
+            if lowest is None:  # nothing written in the range
+                continue
+            arrays = (
+                [(lowest, keys)] if lowest == highest else fetchall(_CHANGED_KEYS_BY_SPACE, params)
+            )
+        except sqlite3.DataError:  # the keys' array longer than SQLite's longest string
+            return _rows_by_space(engine, ranges_a, ranges_b)
         for space, keys in arrays:
             names = loads(keys)
             if type(space) is not str or None in names:  # a damaged file: a BLOB name

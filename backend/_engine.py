@@ -8,6 +8,7 @@ first; nothing is copied on fork and nothing is replayed on read.
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -51,6 +52,11 @@ class StoredValue(NamedTuple):
 
     kind: int
     body: bytes | None
+
+
+#: ``decode_many``: each body's array holds its one value.
+_SINGLE = frozenset((1,))
+_FIRST = operator.itemgetter(0)
 
 
 class _Missing:
@@ -1054,8 +1060,13 @@ class Engine:
             for form in forms
             if form is not None and form[0] == KIND_JSON and form[2] is None
         ]
-        parsed: list[Any] = loads(b"[" + b",".join(whole) + b"]") if whole else []
-        if len(parsed) != len(whole):  # a damaged body (``1,2``) shifted the rest
+        # Each body in an array of its own: a damaged body (``1,2``, or ``[1`` and ``2]``
+        # in a row) cannot then shift the values after it without changing how many
+        # arrays there are or how long one is; then each is decoded alone, which says so.
+        parsed: list[Any] = loads(b"[[" + b"],[".join(whole) + b"]]") if whole else []
+        if len(parsed) == len(whole) and set(map(len, parsed)) <= _SINGLE:
+            parsed = list(map(_FIRST, parsed))
+        else:
             parsed = [self.decode(KIND_JSON, body, None) for body in whole]
         if len(parsed) == len(forms):  # all stored whole: the common case
             return parsed

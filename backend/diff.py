@@ -394,6 +394,7 @@ def _member_or_item(
 #: The path step of each object member met lately (``_member``).
 _STEPS: dict[str, str] = {}
 _MOST_STEPS = 4096
+_LONGEST_STEP = 128
 
 
 def _member(name: str) -> str:
@@ -401,9 +402,10 @@ def _member(name: str) -> str:
     remembered in ``_STEPS`` (``_STEPS.get(name) or _member(name)``: a dict's look-up
     is cheaper than a cached function's call)."""
     step = jsonpath.format_path((name,))[1:]
-    if len(_STEPS) >= _MOST_STEPS:
-        _STEPS.clear()
-    _STEPS[name] = step
+    if len(name) <= _LONGEST_STEP:  # (a long name costs its own bytes, twice)
+        if len(_STEPS) >= _MOST_STEPS:
+            _STEPS.clear()
+        _STEPS[name] = step
     return step
 
 

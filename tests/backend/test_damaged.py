@@ -205,6 +205,7 @@ def _column_damages() -> Iterator[Damage]:
                 values["real"] = "1.5"
             else:
                 values["integer"] = "42"
+                values["not-utf8"] = "CAST(x'61ff' AS TEXT)"  # another program's bytes
             # INTEGER PRIMARY KEY (the rowid): SQLite refuses a non-integer.
             rowid = col == "id" or (name == "rewind_commits" and col == "version")
             for kind, value in values.items():

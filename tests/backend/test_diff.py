@@ -402,3 +402,28 @@ def test_a_damaged_body_among_many_is_corrupt_not_shifted(tmp_path: Path) -> Non
     with rewinddb.open(path) as db, pytest.raises(rewinddb.CorruptDatabaseError) as raised:
         db.diff("default", "run")
     assert raised.value.code == "corrupt.entries"
+
+
+@pytest.mark.parametrize(
+    "bodies",
+    [(b"[1", b"2]", b"3,4"), (b"1],[2", b"3", b"4"), (b"[1", b"2]", b"3")],
+)
+def test_damaged_bodies_that_rejoin_are_corrupt_not_shifted(
+    tmp_path: Path, bodies: tuple[bytes, bytes, bytes]
+) -> None:
+    """Pieces of values that, joined, read as the right number of values (``[1`` and
+    ``2]`` as one list, then ``3,4`` as two) must still say the file is damaged."""
+    path = tmp_path / "db"
+    with rewinddb.open(path) as db:
+        db.branches.fork("default", "run")
+        db.at("run").kv.put_many({"a": 1, "b": 2, "c": 3})
+    raw = sqlite3.connect(path / "rewind.sqlite3")
+    with raw:
+        for key, body in zip("abc", bodies, strict=True):
+            raw.execute(
+                "UPDATE rewind_entries SET body = ? WHERE key = ? AND branch_id != 1", (body, key)
+            )
+    raw.close()
+    with rewinddb.open(path) as db, pytest.raises(rewinddb.CorruptDatabaseError) as raised:
+        db.diff("default", "run")
+    assert raised.value.code == "corrupt.entries"

@@ -420,3 +420,27 @@ def test_a_name_stored_as_a_blob_is_damage(tmp_path: Path, column: str) -> None:
         db.diff("default", "run")
     assert raised.value.code == "corrupt.entries"
     assert f"rewind_entries.{column}" in str(raised.value)
+
+
+def test_a_step_whose_keys_exceed_sqlites_longest_string_is_read_row_by_row(
+    tmp_path: Path,
+) -> None:
+    """The changed keys of a lineage step come back as one JSON text; a step that wrote
+    more key text than SQLite's longest string (1e9 bytes by default, lowered here) is
+    read a row per key instead, with the same answer."""
+    with rewinddb.open(tmp_path / "db") as db:
+        db.branches.fork("default", "run")
+        keys = {f"{i:04d}" + "\x01" * 1020: i for i in range(40)}  # \u0001: 6 bytes each
+        db.at("run").kv.put_many(keys)
+        expected = sorted(c.key for c in db.diff("default", "run"))
+        db._engine.conn._raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 200_000)
+        assert sorted(c.key for c in db.diff("default", "run")) == expected == sorted(keys)
+
+
+def test_long_member_names_are_not_remembered() -> None:
+    from rewinddb import diff
+
+    long_name = "m" * 1000
+    changes = diff.diff_values("kv", "k", {long_name: 1, "short": 1}, {long_name: 2, "short": 2})
+    assert {c.path for c in changes} == {f"$.{long_name}", "$.short"}
+    assert long_name not in diff._STEPS and "short" in diff._STEPS
