@@ -1,7 +1,11 @@
 """How LangGraph values are stored as rewinddb JSON.
 
 Every value goes through the saver's serde (``dumps_typed`` -> ``(type, bytes)``) and is
-stored as ``[type, base64]``, or as one string ``"type:base64"`` in channel values. A list
+stored as ``[type, base64]``, or as one string ``"type:base64"`` in channel values; with
+the stock serializer, plain values (texts, numbers, booleans, None, and lists and
+text-keyed dicts of them) are stored as themselves, marked ``"plain"``, and a checkpoint's
+bookkeeping and metadata as plain JSON when JSON gives them back exactly
+(:func:`dump_record`). A list
 channel value is stored item by item, ``{"type": "list", "items": ["type:base64", ...]}``,
 so that a list that only grew between two checkpoints (``messages`` with
 ``add_messages``) is a JSON list that only grew: rewinddb then stores just the appended
