@@ -767,6 +767,32 @@ def peer_samples(
     }
 
 
+def add_peer_rows(
+    report: Report,
+    label: str,
+    ours: float,
+    theirs: dict[str, float],
+    peers: list[Peer],
+    labels: dict[str, str],
+    *,
+    doltlite_at_most: float,
+) -> None:
+    """rewinddb's row of a section 8 figure, then one row against each peer (DoltLite's
+    with its target: at most ``doltlite_at_most`` times its time)."""
+    report.add(Row(label, ms(ours)))
+    limit = doltlite_at_most
+    for peer in peers:
+        report.add(
+            Row(
+                f"  vs {labels[peer.name]} {peer.version}",
+                ms(ours),
+                ms(theirs[peer.name]),
+                ours / theirs[peer.name],
+                Target("<=", limit, f"<= {limit:g}") if peer.name == "doltlite" else None,
+            )
+        )
+
+
 def cold_diff(directory: Path, calls: int, expected: int) -> float:
     """Median seconds of the first diff after opening the database again: the entries
     are read from storage, none from the connection's memory."""
@@ -803,17 +829,7 @@ def measure_diff_case(
             db.close()
         cold = cold_diff(directory, sizes.diff_cold, expected)
     label = f"db.diff, {expected:,} of {keys:,} keys changed"
-    report.add(Row(label, ms(ours)))
-    for peer in running:
-        report.add(
-            Row(
-                f"  vs {PEER_LABELS[peer.name]} {peer.version}",
-                ms(ours),
-                ms(theirs[peer.name]),
-                ours / theirs[peer.name],
-                Target("<=", 1, "<= 1") if peer.name == "doltlite" else None,
-            )
-        )
+    add_peer_rows(report, label, ours, theirs, running, PEER_LABELS, doltlite_at_most=1)
     report.add(Row(f"{label}, first diff after reopening", ms(cold)))
     return ours
 
@@ -886,17 +902,7 @@ def measure_merge_case(
             db.close()
     target = f"target changed {expected:,} other keys" if target_changed else "target unchanged"
     label = f"branches.merge, {expected:,} of {keys:,} keys changed, {target}"
-    report.add(Row(label, ms(ours)))
-    for peer in peers:
-        report.add(
-            Row(
-                f"  vs {MERGE_LABELS[peer.name]} {peer.version}",
-                ms(ours),
-                ms(theirs[peer.name]),
-                ours / theirs[peer.name],
-                Target("<=", 2, "<= 2") if peer.name == "doltlite" else None,
-            )
-        )
+    add_peer_rows(report, label, ours, theirs, peers, MERGE_LABELS, doltlite_at_most=2)
     return ours
 
 
