@@ -9,12 +9,15 @@ first; nothing is copied on fork and nothing is replayed on read.
 from __future__ import annotations
 
 import operator
+import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, NamedTuple, Union
+
+import orjson
 
 from . import _commit_hash
 from ._arrays import SharedArrays
@@ -57,6 +60,18 @@ class StoredValue(NamedTuple):
 #: ``decode_many``: each body's array holds its one value.
 _SINGLE = frozenset((1,))
 _FIRST = operator.itemgetter(0)
+
+
+class _Unencodable(Exception):
+    """Keys orjson cannot write as JSON text (``_json_texts``)."""
+
+
+def _json_texts(texts: list[str]) -> str:
+    """``texts`` as one JSON array (for ``json_each``)."""
+    try:
+        return orjson.dumps(texts).decode()
+    except orjson.JSONEncodeError as error:  # (a lone surrogate: never a checked name)
+        raise _Unencodable from error
 
 
 class _Missing:
@@ -205,8 +220,11 @@ def branch_record(row: Any) -> BranchRecord:
     return BranchRecord(branch_id, name, parent_id, forked_at, created_at, deleted_at)
 
 
-#: Seeks sent in one statement (SQLite allows 500 terms in a compound SELECT).
-_SEEKS_PER_STATEMENT = 400
+#: ``Engine._seek_entry``'s statement of one key on each of so many lineage steps, made
+#: once for each depth up to ``_MOST_LINEAGE_SEEKS`` (SQLite allows 500 terms in a
+#: compound SELECT: deeper lineages are not met in practice).
+_LINEAGE_SEEKS: dict[int, str] = {}
+_MOST_LINEAGE_SEEKS = 64
 #: Entries whose stored value is larger than this are not remembered (``read_entry``).
 _LARGEST_REMEMBERED = 256 * 1024
 
@@ -981,7 +999,20 @@ class Engine:
             branch_id, cap = steps[0]
             found = self.conn.row(self._SEEK, (branch_id, space, key, cap))
             return None if found is None else EntryRow(*found)
-        return self._seek_entries(steps, space, [key]).get(key)
+        if len(steps) > _MOST_LINEAGE_SEEKS:
+            return self._seek_entries(steps, space, [key]).get(key)
+        # One statement of a seek per step (its text depends on the depth alone).
+        sql = _LINEAGE_SEEKS.get(len(steps))
+        if sql is None:
+            sql = _LINEAGE_SEEKS[len(steps)] = " UNION ALL ".join(
+                f"SELECT * FROM ({self._SEEK}) step{number}" for number in range(len(steps))
+            )
+        params = [value for branch_id, cap in steps for value in (branch_id, space, key, cap)]
+        newest = None
+        for found in self.conn.fetchall(sql, params):
+            if newest is None or newest[3] < found[3]:
+                newest = found
+        return None if newest is None else EntryRow(*newest)
 
     def read_entries(
         self, record: BranchRecord, version: int, space: str, keys: list[str]
@@ -991,43 +1022,89 @@ class Engine:
         the memory does not answer."""
         found: dict[str, EntryRow] = {}
         unknown = []
-        for key in keys:
-            known = self.memory.get("entry", (record.id, space, key))
-            if known is not UNKNOWN and (known is None or known.version <= version):
-                if known is not None:
+        branch_id = record.id
+        with self.memory.reading():  # (the token once, for every key's answer)
+            held = self.memory.answers().get
+            for key in keys:
+                known = held(("entry", (branch_id, space, key)), UNKNOWN)
+                if known is UNKNOWN or (known is not None and known.version > version):
+                    unknown.append(key)
+                elif known is not None:
                     found[key] = known
-            else:
-                unknown.append(key)
-        if not unknown:
-            return found
-        newest = version >= self.clock()
-        sought = self._seek_entries(self.row_lineage(record, version), space, unknown)
-        found.update(sought)
-        if newest:
-            self._remember_entries([((record.id, space, key), sought.get(key)) for key in unknown])
+            if not unknown:
+                return found
+            newest = version >= self.clock()
+            sought = self._seek_entries(self.row_lineage(record, version), space, unknown)
+            found.update(sought)
+            if newest:
+                get = sought.get
+                self._remember_entries([((branch_id, space, key), get(key)) for key in unknown])
         return found
+
+    #: The newest entry at or below a cap of each key of a JSON array of keys on one
+    #: lineage step (SQLite): the same text whatever the keys, so it is compiled once per
+    #: connection and kept in its statement cache. ``CROSS JOIN`` keeps the keys the
+    #: outer loop; each key then costs two primary-key seeks (its newest version at or
+    #: below the cap, then that row).
+    _SEEK_KEYS = (
+        "SELECT e.kind, e.body, e.refs, e.version, e.trigger, e.branch_id, e.key "
+        "FROM json_each(?) j CROSS JOIN rewind_entries e "
+        "ON e.branch_id = ? AND e.space = ? AND e.key = j.value AND e.version = ("
+        "SELECT max(version) FROM rewind_entries "
+        "WHERE branch_id = ? AND space = ? AND key = j.value AND version <= ?)"
+    )
+    #: ... on PostgreSQL: the keys as one text array, each sought by a ``LATERAL`` seek
+    #: (a join lets the planner hash the step's every row instead).
+    _SEEK_KEYS_PG = (
+        "SELECT e.kind, e.body, e.refs, e.version, e.trigger, e.branch_id, j.key "
+        "FROM unnest(CAST(? AS text[])) AS j(key) CROSS JOIN LATERAL ("
+        "SELECT kind, body, refs, version, trigger, branch_id FROM rewind_entries "
+        "WHERE branch_id = ? AND space = ? AND key = j.key AND version <= ? "
+        "ORDER BY version DESC LIMIT 1) e"
+    )
 
     def _seek_entries(
         self, steps: list[tuple[int, int]], space: str, keys: list[str]
     ) -> dict[str, EntryRow]:
-        """The newest entry of each of ``keys`` that has one on these lineage steps: one
-        index seek per key and step, ``_SEEKS_PER_STATEMENT`` to a statement."""
+        """The newest entry of each of ``keys`` that has one on these lineage steps (newest
+        first): one statement per step (``_SEEK_KEYS``) for the keys no earlier step
+        holds, since a branch's own rows are newer than everything it inherits."""
         found: dict[str, EntryRow] = {}
-        seek = (
-            f"SELECT * FROM (SELECT {self._ENTRY_COLUMNS}, branch_id, key FROM rewind_entries "
-            "WHERE branch_id = ? AND space = ? AND key = ? AND version <= ? "
-            "ORDER BY version DESC LIMIT 1) step{}"
-        )
-        pairs = [(key, step) for key in keys for step in steps]
-        for start in range(0, len(pairs), _SEEKS_PER_STATEMENT):
-            chunk = pairs[start : start + _SEEKS_PER_STATEMENT]
-            sql = " UNION ALL ".join(seek.format(i) for i in range(len(chunk)))
-            params = [v for key, (branch_id, cap) in chunk for v in (branch_id, space, key, cap)]
-            for *columns, key in self.conn.fetchall(sql, params):
-                row = EntryRow(*columns)
-                if key not in found or found[key].version < row.version:
-                    found[key] = row
+        wanted = keys
+        fetchall = self.conn.fetchall
+        sqlite = self.conn.dialect == "sqlite"
+        for number, (branch_id, cap) in enumerate(steps):
+            if number:
+                wanted = [key for key in wanted if key not in found]
+                if not wanted:
+                    break
+            if sqlite:
+                try:
+                    rows = fetchall(
+                        self._SEEK_KEYS,
+                        (_json_texts(wanted), branch_id, space, branch_id, space, cap),
+                    )
+                except (sqlite3.DataError, _Unencodable):
+                    # The keys' array longer than SQLite's longest string (or not text
+                    # orjson can write): a seek per key.
+                    rows = self._seek_each(branch_id, cap, space, wanted)
+            else:
+                rows = fetchall(self._SEEK_KEYS_PG, (wanted, branch_id, space, cap))
+            for *columns, key in rows:
+                found[key] = EntryRow(*columns)
         return found
+
+    def _seek_each(
+        self, branch_id: int, cap: int, space: str, keys: list[str]
+    ) -> list[tuple[Any, ...]]:
+        """``_SEEK_KEYS``' rows, with one ``_SEEK`` statement per key."""
+        rows = []
+        row = self.conn.row
+        for key in keys:
+            found = row(self._SEEK, (branch_id, space, key, cap))
+            if found is not None:
+                rows.append((*found, key))
+        return rows
 
     def _remember_entry(self, slot: tuple[int, str, str], row: EntryRow | None) -> None:
         """Remember ``row`` as the newest entry of ``slot`` now (not a large value's)."""
