@@ -44,6 +44,18 @@ def channel_key(channel: str) -> str:
     return CHANNEL_PREFIX + channel
 
 
+#: The record field that holds a checkpoint's trigger channels (see :func:`is_trigger`).
+TRIGGERS = "triggers"
+
+
+def is_trigger(channel: str) -> bool:
+    """Whether ``channel`` is one of LangGraph's trigger channels: the graph's input
+    (``__start__``) and the edges to each node (``branch:to:<node>``). Each holds a value
+    for a step or two, so the saver keeps those present in the checkpoint's record
+    (``TRIGGERS``) instead of writing a key for each, and deleting it a step later."""
+    return channel.startswith("branch:to:") or channel == "__start__"
+
+
 def write_key(channel: str, idx: int) -> str:
     """Where a pending write's value is kept when it is stored as a channel value is
     (a dict of many members: consecutive writes of it share what they have in common)."""

@@ -195,10 +195,16 @@ class LangGraphPresenter(Presenter):
         if _plain_blob(value):
             return value
         if _checkpoint_record(value):
-            return {
+            shown = {
                 name: readable(field, memo=memo) if is_encoded(field) else field
                 for name, field in value.items()
             }
+            triggers = value.get(_names.TRIGGERS)
+            if isinstance(triggers, dict):  # channel values, each shown as one is
+                shown[_names.TRIGGERS] = {
+                    channel: self.display(blob, memo) for channel, blob in triggers.items()
+                }
+            return shown
         return readable(value, memo=memo)
 
     def encoded(self, value: Any) -> bool:
@@ -244,7 +250,7 @@ class LangGraphPresenter(Presenter):
             length = branch.events if as_of is None else view.events.length(as_of=as_of)
             recent = self._recent_writes(view, length, as_of)
             own = [write for write in recent if write.checkpoint == head.id]
-            status, waiting, failure = self._status(view, own, memo, as_of)
+            status, waiting, failure = self._status(view, head, own, memo, as_of)
             outcome = failure or self._last_answer(view, head, recent, memo, as_of)
         return Summary(
             branch.name,
@@ -273,6 +279,7 @@ class LangGraphPresenter(Presenter):
     def _status(
         self,
         view: rewinddb.BranchView,
+        head: _Record,
         own: list[_Write],
         memo: dict[Any, Any],
         as_of: int | None = None,
@@ -286,10 +293,15 @@ class LangGraphPresenter(Presenter):
             if write.channel == ERROR:
                 error = readable(write.value, memo=memo)
                 return "failed", None, error if isinstance(error, str) else as_text(error)
-        pending = view.kv.keys(_names.CHANNEL_PREFIX, as_of=as_of)
-        for key in pending:
-            channel = key[len(_names.CHANNEL_PREFIX) :]
-            if channel == START or channel.startswith(("branch:to:", "__pregel_tasks")):
+        # Work is left while a trigger or a task channel holds a value: the record holds
+        # the triggers (older records left them as keys, as every channel).
+        triggers = head.stored.get(_names.TRIGGERS)
+        keys = view.kv.keys(_names.CHANNEL_PREFIX, as_of=as_of)
+        pending = [key[len(_names.CHANNEL_PREFIX) :] for key in keys]
+        if isinstance(triggers, dict):
+            pending = [c for c in pending if not _names.is_trigger(c)] + list(triggers)
+        for channel in pending:
+            if _names.is_trigger(channel) or channel.startswith("__pregel_tasks"):
                 return "open", None, None
         return "finished", None, None
 

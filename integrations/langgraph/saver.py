@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import bisect
 import builtins
-import random
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -112,6 +111,9 @@ def _kept_as_channel(value: Any) -> bool:
     return type(value) is dict and len(value) >= KEPT_MEMBERS and text_keys(value)
 
 
+#: The digits of a channel version (``get_next_version``): ten thousand trillion steps.
+_VERSION_DIGITS = 16
+
 #: The strategies of ``prune``.
 _STRATEGIES = ("keep_latest", "keep_last", "delete")
 
@@ -189,6 +191,14 @@ class _Newest:
         return self.values[found - 1]
 
 
+def _triggers(stored: dict) -> dict[str, Any] | None:
+    """The trigger channels a checkpoint's record holds (``_names.is_trigger``), or None
+    for a record written before the saver kept them there (they are keys, as every
+    other channel)."""
+    triggers = stored.get(_names.TRIGGERS)
+    return triggers if type(triggers) is dict else None
+
+
 class _Read(NamedTuple):
     """What loading one checkpoint reads from its branch."""
 
@@ -263,8 +273,10 @@ class _Listing:
             if stored is not _UNREAD and stored is not None:
                 checkpoint = load_record(self.serde, stored["checkpoint"])
                 loaded[version] = (stored, checkpoint)
+                triggers = _triggers(stored)
                 for channel, channel_version in checkpoint["channel_versions"].items():
-                    held.setdefault(channel, set()).add(channel_version)
+                    if triggers is None or not _names.is_trigger(channel):
+                        held.setdefault(channel, set()).add(channel_version)
         # Each version of a channel a checkpoint holds was stored as one entry.
         newest = {}
         for channel in sorted(held):
@@ -274,7 +286,13 @@ class _Listing:
             )
             self.pairs[(branch, key)] = newest[channel].pairs
         for version, (stored, checkpoint) in loaded.items():
-            blobs = {c: newest[c].at(version) for c in checkpoint["channel_versions"]}
+            triggers = _triggers(stored)
+            blobs = {
+                c: triggers.get(c)
+                if triggers is not None and _names.is_trigger(c)
+                else newest[c].at(version)
+                for c in checkpoint["channel_versions"]
+            }
             unread = {_names.channel_key(c): c for c, blob in blobs.items() if blob is _UNREAD}
             if unread:
                 found = kv.get_many(builtins.list(unread), as_of=version)
@@ -370,6 +388,20 @@ class RewindSaver(BaseCheckpointSaver[str]):
         record = self.db.at(branch).kv.get(_names.CHECKPOINT_KEY)
         return record["id"] if record else None
 
+    def _namespace_head(self, namespace: dict | None) -> str | None:
+        """The newest checkpoint id of a namespace (None: it has none): its record's
+        ``head``, or the newest checkpoint of the branch it names ``newest`` (where its
+        checkpoints go, each then with no write of the record) when that is newer."""
+        if not namespace:
+            return None
+        head: str | None = namespace.get("head")
+        newest = namespace.get("newest")
+        if newest is not None:
+            on = self._head_id(newest)
+            if on is not None and (head is None or on > head):
+                head = on
+        return head
+
     def _write_payloads(
         self, entry: dict, checkpoint_id: str, listing: _Listing | None = None
     ) -> builtins.list[tuple[dict, str]]:
@@ -421,9 +453,17 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 checkpoint = load_record(self.serde, stored["checkpoint"])
                 # The channels in one read (the newest of a key is known to the
                 # connection, so the checkpoint just written reads no row).
-                channels = {_names.channel_key(c): c for c in checkpoint["channel_versions"]}
+                versions = checkpoint["channel_versions"]
+                triggers = _triggers(stored)
+                channels = {
+                    _names.channel_key(c): c
+                    for c in versions
+                    if triggers is None or not _names.is_trigger(c)
+                }
                 found = view.kv.get_many(list(channels), as_of=at)
                 blobs = {channel: found.get(key) for key, channel in channels.items()}
+                if triggers is not None:
+                    blobs.update((c, triggers.get(c)) for c in versions if _names.is_trigger(c))
                 writes = self._write_payloads(entry, checkpoint_id, listing)
                 kept = [self._kept_write(stored, p, listing) for p, stored in writes]
         values: dict[str, Any] = {}
@@ -467,9 +507,10 @@ class RewindSaver(BaseCheckpointSaver[str]):
         with self.db.read():
             if checkpoint_id is None:
                 namespace = self.index.get(_names.namespace_key(thread_id, checkpoint_ns))
-                if not namespace or not namespace.get("head"):
+                head = self._namespace_head(namespace)
+                if head is None:
                     return None
-                checkpoint_id = namespace["head"]
+                checkpoint_id = head
             return self._load(thread_id, checkpoint_ns, checkpoint_id)
 
     def list(
@@ -601,6 +642,9 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 return _config(thread_id, checkpoint_ns, checkpoint_id)
             placement = self._branch_for(thread_id, checkpoint_ns, checkpoint_id, parent_id)
             branch, index_puts, namespace = placement[:3]
+            ns_key = _names.namespace_key(thread_id, checkpoint_ns)
+            namespace = index_puts.get(ns_key) or namespace
+            previous = self._namespace_head(namespace)  # before this checkpoint
             if placement.fork_versions is not None:
                 new_versions = _versions_on_fork(checkpoint, placement.fork_versions, new_versions)
             view = self.db.at(branch)
@@ -618,11 +662,20 @@ class RewindSaver(BaseCheckpointSaver[str]):
             }
             gone = []
             for channel, channel_version in new_versions.items():
+                if _names.is_trigger(channel):
+                    continue  # in the record, below
                 key = _names.channel_key(channel)
                 if channel in values:
                     puts[key] = self._encoder.channel(values[channel], channel_version)
                 else:
                     gone.append(key)
+            # The trigger channels the checkpoint holds, each put: a step or two each.
+            versions = checkpoint["channel_versions"]
+            puts[_names.CHECKPOINT_KEY][_names.TRIGGERS] = {
+                channel: self._encoder.channel(value, versions[channel])
+                for channel, value in values.items()
+                if _names.is_trigger(channel) and channel in versions
+            }
             with view.transaction(trigger="langgraph.checkpoint", message=checkpoint_id):
                 version = view.kv.put_many(puts)
                 for key in gone:
@@ -636,7 +689,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 "run_id": full_metadata.get("run_id"),
             }
             self._index_checkpoint(
-                thread_id, checkpoint_ns, checkpoint_id, index_puts, entry, namespace
+                thread_id, checkpoint_ns, checkpoint_id, index_puts, entry, namespace, previous
             )
             early_key = (thread_id, checkpoint_ns, checkpoint_id)
             for writes, task_id, task_path in self._early_writes.get(early_key, ()):
@@ -652,14 +705,23 @@ class RewindSaver(BaseCheckpointSaver[str]):
         puts: dict,
         entry: dict,
         namespace: dict | None,
+        previous: str | None,
     ) -> None:
         """Record a new checkpoint; ``namespace`` is its namespace's record as ``put``
-        read it (under the lock, so nothing of this saver changed it since)."""
+        read it (under the lock, so nothing of this saver changed it since) and
+        ``previous`` the namespace's newest checkpoint before this one. The record
+        changes only when the namespace's newest checkpoint moves to another branch
+        (or an older checkpoint lands on the branch it names)."""
         ns_key = _names.namespace_key(thread_id, checkpoint_ns)
-        namespace = dict(puts.get(ns_key) or namespace or self.index.get(ns_key))
-        if not namespace.get("head") or namespace["head"] < checkpoint_id:
-            namespace["head"] = checkpoint_id
-        puts = {**puts, ns_key: namespace}
+        namespace = dict(namespace or self.index.get(ns_key))
+        branch = entry["branch"]
+        if previous is None or previous < checkpoint_id:  # the namespace's newest
+            if namespace.get("newest") != branch or ns_key in puts:
+                namespace.update(head=checkpoint_id, newest=branch)
+                puts = {**puts, ns_key: namespace}
+        elif namespace.get("newest") == branch:  # the branch's head is no longer newest
+            namespace.pop("newest")
+            puts = {**puts, ns_key: {**namespace, "head": previous}}
         puts[_names.checkpoint_key(thread_id, checkpoint_ns, checkpoint_id)] = entry
         if entry.get("run_id"):
             key = _names.run_key(str(entry["run_id"]), thread_id, checkpoint_ns, checkpoint_id)
@@ -913,7 +975,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 continue
             record = self.index.get(ns_key)
             head_id, head = heads[ns]
-            updated = {**record, "head": head_id}
+            updated = {k: v for k, v in record.items() if k != "newest"} | {"head": head_id}
             if updated["main"] in released:
                 updated["main"] = head["branch"]
             if updated != record:
@@ -1077,7 +1139,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 ns = _names.unescape(key.split("/", 2)[2])
                 puts[_names.namespace_key(target, ns)] = {
                     "main": forks.get(namespace["main"], namespace["main"]),
-                    "head": namespace["head"],
+                    "head": self._namespace_head(namespace),
                 }
             for key in self.index.records(source):
                 _, ns, checkpoint_id = _names.parse_checkpoint_key(key)
@@ -1092,14 +1154,19 @@ class RewindSaver(BaseCheckpointSaver[str]):
             self.index.write(puts)
 
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:
-        """A monotonically increasing channel version, like ``InMemorySaver``'s."""
+        """A monotonically increasing channel version: the next number, zero-padded so
+        that versions compare as text in number order (as wide as ``current``'s, for
+        the ``<32 digits>.<random>`` versions of LangGraph's savers and older threads).
+        LangGraph's savers add the random part so that forks' values of a channel do not
+        share a key in their blob tables; here each fork is a branch of its own."""
         if current is None:
-            current_v = 0
+            number, width = 0, _VERSION_DIGITS
         elif isinstance(current, int):
-            current_v = current
+            number, width = current, _VERSION_DIGITS
         else:
-            current_v = int(str(current).split(".")[0])
-        return f"{current_v + 1:032}.{random.random():016}"
+            digits = str(current).partition(".")[0]
+            number, width = int(digits), max(len(digits), _VERSION_DIGITS)
+        return f"{number + 1:0{width}}"
 
     # Async twins ---------------------------------------------------------------------
 
