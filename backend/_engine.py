@@ -57,6 +57,22 @@ class StoredValue(NamedTuple):
     body: bytes | None
 
 
+class CopiedEntry(NamedTuple):
+    """A ``StoredValue`` that is the stored form of the entry of the same space and key at
+    (``branch_id``, ``version``), stored whole: ``write_values`` copies such entries with
+    one ``INSERT ... SELECT`` per (branch, version) on SQLite, rather than send them."""
+
+    kind: int
+    body: bytes | None
+    branch_id: int
+    version: int
+
+
+#: ``write_values`` copies entries with ``Engine._COPY_ENTRIES`` when at least so many
+#: come from one (branch, version); fewer it sends as rows.
+_FEWEST_COPIED = 8
+
+
 #: ``decode_many``: each body's array holds its one value.
 _SINGLE = frozenset((1,))
 _FIRST = operator.itemgetter(0)
@@ -1256,42 +1272,102 @@ class Engine:
         self, context: WriteContext, space: str, values: dict[str, Any], *, validated: bool = False
     ) -> int:
         """Write several entries (``MISSING``: a deletion; a ``StoredValue``: another
-        entry's stored form, copied) in this commit, keys in sorted order; the entries
-        that need no earlier row go in one statement. The commit's row is recorded after
-        their hash parts are known (with its final hash when they are all it writes)."""
+        entry's stored form, copied; a ``CopiedEntry``: one that names its entry) in this
+        commit, keys in sorted order; the entries that need no earlier row go in one
+        statement (and the ``CopiedEntry`` ones of each source version in one more). The
+        commit's row is recorded after their hash parts are known (with its final hash
+        when they are all it writes)."""
         version = context.reserve()
         rows = []
+        copies: dict[tuple[int, int], list[str]] = {}
+        branch_id, trigger = context.branch.id, context.entry_trigger
+        written, parts = context.written, context.entry_parts
+        entry_part, entry_digest = _commit_hash.entry_part, _commit_hash.entry_digest
         for key in sorted(values):
             value = values[key]
-            if type(value) is StoredValue:  # an entry's stored form, written as it is
+            kind_of = type(value)
+            if kind_of is StoredValue or kind_of is CopiedEntry:  # written as it is stored
                 encoded: Encoded = (value.kind, value.body, None)
             else:
                 encoded = self.encode(value, validated=validated)
             kind, body, shared = encoded
             slot = (space, key)
-            if shared or slot in context.written:
+            if shared or slot in written:
                 self.write_value(context, space, key, value, encoded=encoded)
                 continue
-            rows.append(
-                (context.branch.id, space, key, version, kind, body, None, context.entry_trigger)
-            )
-            context.written.add(slot)
-            context.entry_parts[slot] = _commit_hash.entry_digest(
-                _commit_hash.entry_part(space, key, kind, body, None, context.entry_trigger)
-            )
+            if kind_of is CopiedEntry:
+                copies.setdefault((value.branch_id, value.version), []).append(key)
+            rows.append((branch_id, space, key, version, kind, body, None, trigger))
+            written.add(slot)
+            parts[slot] = entry_digest(entry_part(space, key, kind, body, None, trigger))
         context.commit()
         if rows:
-            self.conn.executemany(self._INSERT_ENTRY, rows)
+            sent = rows
+            if copies and self.conn.dialect == "sqlite":
+                copied = self._copy_entries(context, space, copies)
+                if copied:
+                    sent = [row for row in rows if row[2] not in copied]
+            if sent:
+                self.conn.executemany(self._INSERT_ENTRY, sent)
             self._remember_entries(
                 [
                     (
                         (branch_id, space, key),
-                        EntryRow(kind, body, refs, version, trigger, branch_id),
+                        EntryRow(kind, body, None, version, trigger, branch_id),
                     )
-                    for branch_id, _, key, _, kind, body, refs, trigger in rows
+                    for branch_id, _, key, version, kind, body, _, trigger in rows
                 ]
             )
         return version
+
+    #: ``write_values``' copies of the entries of keys (a JSON array) at one version of one
+    #: branch into the commit being written, as stored (their refs are NULL: whole).
+    _COPY_ENTRIES = (
+        "INSERT INTO rewind_entries (branch_id, space, key, version, kind, body, refs, trigger) "
+        "SELECT ?, e.space, e.key, ?, e.kind, e.body, NULL, ? "
+        "FROM json_each(?) j CROSS JOIN rewind_entries e "
+        "ON e.branch_id = ? AND e.space = ? AND e.key = j.value AND e.version = ?"
+    )
+
+    def _copy_entries(
+        self, context: WriteContext, space: str, copies: dict[tuple[int, int], list[str]]
+    ) -> set[str]:
+        """The keys of ``copies`` ((branch id, version) -> keys whose entries there
+        ``write_values`` writes as they are) copied by ``_COPY_ENTRIES``: those of each
+        (branch, version) with at least ``_FEWEST_COPIED`` keys. Each copied entry was
+        read in this write transaction (its row cannot have gone); a copy that finds
+        fewer rows than keys says the file is damaged."""
+        copied: set[str] = set()
+        for (source_id, source_version), keys in copies.items():
+            if len(keys) < _FEWEST_COPIED:
+                continue
+            try:
+                names = _json_texts(keys)
+            except _Unencodable:
+                continue
+            try:
+                cursor = self.conn.execute(
+                    self._COPY_ENTRIES,
+                    (
+                        context.branch.id,
+                        context.version,
+                        context.entry_trigger,
+                        names,
+                        source_id,
+                        space,
+                        source_version,
+                    ),
+                )
+            except sqlite3.DataError:  # the keys' array longer than SQLite's longest string
+                continue
+            if cursor.rowcount != len(keys):
+                raise CorruptDatabaseError(
+                    f"{len(keys)} entries of branch id {source_id} at version {source_version} "
+                    f"were read to merge, but {cursor.rowcount} are in rewind_entries",
+                    code="corrupt.entries",
+                )
+            copied.update(keys)
+        return copied
 
     def put_value(
         self,

@@ -10,12 +10,27 @@ every conflict listed and nothing written, unless a strategy resolves it.
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from functools import partial
+from itertools import repeat
+from typing import Any, Literal, Union
 
-from . import jsonpath
-from ._engine import MISSING, NO_VALUE, BranchRecord, Engine, EntryRow, StoredValue
-from ._values import same
+from . import _diff_reads, jsonpath
+from ._engine import (
+    KIND_BYTES,
+    KIND_JSON,
+    MISSING,
+    NO_VALUE,
+    BranchRecord,
+    CopiedEntry,
+    Engine,
+    EntryRow,
+    StoredValue,
+)
+from ._merge_applied import AppliedChanges
+from ._values import loads, same
 from .errors import InvalidInputError, MergeConflictError
 from .events import append_event, identity
 
@@ -79,7 +94,10 @@ class MergeReceipt:
 
     @property
     def keys_applied(self) -> list[str]:
-        return sorted({change.key for change in self.applied})
+        applied = self.applied
+        if isinstance(applied, AppliedChanges):  # (without building its changes)
+            return sorted(set(applied.keys()))
+        return sorted({change.key for change in applied})
 
     def summary(self) -> str:
         """One honest line: what was applied, what conflicted, what was left behind."""
@@ -234,19 +252,58 @@ def _target_changes(
     if most <= 0 or any(target_ranges.get(b, -1) < cap for b, cap in base_ranges.items()):
         return None
     changed: set[tuple[str, str]] = set()
+    sqlite = engine.conn.dialect == "sqlite"
     for branch_id, high in target_ranges.items():
         low = base_ranges.get(branch_id, 0)
         if high <= low:
             continue
-        rows = engine.conn.fetchall(  # (keys an earlier step listed may come again)
-            "SELECT DISTINCT space, key FROM rewind_entries "
-            "WHERE branch_id = ? AND version > ? AND version <= ? LIMIT ?",
-            (branch_id, low, high, most + 1),
-        )
-        changed.update((space, key) for space, key in rows)
+        params = (branch_id, low, high, most + 1)
+        rows = None
+        if sqlite:  # each space's keys as one JSON array, parsed in one call
+            try:
+                rows = engine.conn.fetchall(_TARGET_KEYS, params)
+            except sqlite3.DataError:  # longer than SQLite's longest string
+                rows = None
+        if rows is not None:
+            for space, names in rows:
+                keys = loads(names)
+                if type(space) is not str or None in keys:  # a damaged file's BLOB name:
+                    rows = None  # row by row, as always
+                    break
+                changed.update(zip(repeat(space), keys))
+        if rows is None:
+            changed.update(
+                (space, key)  # (keys an earlier step listed may come again)
+                for space, key in engine.conn.fetchall(_TARGET_ROWS, params)
+            )
         if len(changed) > most:
             return None
     return changed
+
+
+#: The (space, key) pairs a lineage step wrote in a range of versions, at most so many.
+_TARGET_ROWS = (
+    "SELECT DISTINCT space, key FROM rewind_entries "
+    "WHERE branch_id = ? AND version > ? AND version <= ? LIMIT ?"
+)
+#: ... on SQLite, as one JSON array of keys per space.
+_TARGET_KEYS = (
+    "SELECT space, json_group_array(iif(typeof(key) = 'text', key, NULL)) "
+    f"FROM ({_TARGET_ROWS}) GROUP BY space"
+)
+
+
+#: The kinds whose stored form is the value itself, stored whole (no shared arrays):
+#: two such forms that differ hold different values (JSON is stored canonically:
+#: ``_values``), so a key whose target holds the base's entry copies the source's.
+_PLAIN_KINDS = frozenset((KIND_JSON, KIND_BYTES))
+
+Form = tuple[int, Union[bytes, None], Union[bytes, None]]  # noqa: UP007 - a runtime alias
+
+
+def _plain(form: Form | None) -> bool:
+    """No value, or a value stored whole as itself (``_PLAIN_KINDS``, no shared arrays)."""
+    return form is None or (form[2] is None and form[0] in _PLAIN_KINDS)
 
 
 def _moved(
@@ -255,52 +312,57 @@ def _moved(
     keys: list[str],
     points: tuple[tuple[BranchRecord, int], ...],
     target_moved: set[tuple[str, str]] | None,
-) -> list[tuple[str, Any, Any, Any, tuple[int, bytes | None, bytes | None] | None]]:
-    """(key, base, source, target values, the source's stored form) of those of ``keys``
-    (sorted) that the merge
-    must look at: the source's stored entry differs from the base's and from the
-    target's (equal stored forms hold the same value, so those keys are skipped
-    undecoded). The target is read only for keys the source moved, and of those only
-    for the ones it wrote since the base when ``target_moved`` lists them (``_target_
-    changes``): the others it holds as the base does. ``MISSING`` stands for no value."""
+) -> tuple[
+    list[tuple[str, Form | None, Form | None, Form | None, EntryRow | None]], list[str], list[Any]
+]:
+    """What the merge must look at of ``keys`` (sorted): the keys whose source entry
+    differs from the base's and from the target's (equal stored forms hold the same
+    value, so those keys are skipped undecoded), in order, as (key, base, source and
+    target stored forms; None: no value).
+
+    The target is read only for keys the source moved, and of those only for the ones
+    it wrote since the base when ``target_moved`` lists them (``_target_changes``): the
+    others it holds as the base does (their target form *is* the base's). Then the
+    values of the keys that need them are decoded in one call: all but those of a kv
+    key whose target holds the base's entry and whose base and source forms are plain
+    (``_plain``): such a key takes the source's entry as it is stored. Returns (the
+    keys' forms, the decoded keys, their (base, source, target) values in a row)."""
     base_point, source_point, target_point = points
-    base_rows = engine.read_entries(*base_point, space, keys)
-    source_rows = engine.read_entries(*source_point, space, keys)
+    base_rows = engine.read_entries(*base_point, space, keys).get
+    source_rows = engine.read_entries(*source_point, space, keys).get
     moved = []
     for key in keys:
-        source_row, base_row = source_rows.get(key), base_rows.get(key)
+        source_row, base_row = source_rows(key), base_rows(key)
         if source_row is not None and base_row is not None and source_row[:3] == base_row[:3]:
             continue  # one stored entry (or both deleted the same way): the same value
         source_form = _stored(source_row)
         base_form = _stored(base_row)
         if source_form != base_form:
-            moved.append((key, base_form, source_form))
+            moved.append((key, base_form, source_form, source_row))
     if not moved:
-        return []
+        return [], [], []
     if target_moved is None:
-        target_keys = [key for key, _, _ in moved]
+        target_keys = [key for key, _, _, _ in moved]
     else:
-        target_keys = [key for key, _, _ in moved if (space, key) in target_moved]
+        target_keys = [key for key, _, _, _ in moved if (space, key) in target_moved]
     target_rows = engine.read_entries(*target_point, space, target_keys) if target_keys else {}
-    forms: list[tuple[int, bytes | None, bytes | None] | None] = []
-    picked = []
-    for key, base_form, source_form in moved:
+    whole = space != "json"
+    found = []
+    decoded: list[str] = []
+    forms: list[Form | None] = []
+    for key, base_form, source_form, source_row in moved:
         if target_moved is None or (space, key) in target_moved:
             target_form = _stored(target_rows.get(key))
         else:
             target_form = base_form
         if target_form == source_form:
             continue  # the target has the source's value already
-        picked.append(key)
+        found.append((key, base_form, source_form, target_form, source_row))
+        if whole and target_form == base_form and _plain(base_form) and _plain(source_form):
+            continue  # copied as stored: no value needed
+        decoded.append(key)
         forms += (base_form, source_form, target_form)
-    values = engine.decode_many(forms)
-    found = []
-    for index, key in enumerate(picked):
-        base_value, source_value, target_value = values[3 * index : 3 * index + 3]
-        if forms[3 * index] == forms[3 * index + 2]:
-            target_value = base_value  # one value: later checks settle by identity
-        found.append((key, base_value, source_value, target_value, forms[3 * index + 1]))
-    return found
+    return found, decoded, engine.decode_many(forms) if forms else []
 
 
 def _merge_key(
@@ -378,38 +440,56 @@ def merge_branches(
         target_ranges = engine.ranges(target_record, now)
 
         writes: dict[str, dict[str, Any]] = {}
-        applied: list[MergeChange] = []
+        #: The changes applied, in order: each a MergeChange or, not decoded yet, a
+        #: ``_merge_applied.Pending`` (the receipt builds it when read).
+        pending: list[Any] = []
         conflicts: list[MergeConflict] = []
-        by_space: dict[str, list[str]] = {}
-        for space, key in engine.changed_keys(base_ranges, source_ranges):
-            by_space.setdefault(space, []).append(key)
+        # space -> the keys (sorted) the source wrote since the base, spaces in order
+        by_space = _diff_reads.changed_keys(engine, base_ranges, source_ranges)
         points = ((base_record, base_version), (source_record, now), (target_record, now))
         source_moved = sum(len(keys) for keys in by_space.values())
         most = max(_TARGET_CHANGES_READ, 4 * source_moved) if source_moved else 0
         target_moved = _target_changes(engine, base_ranges, target_ranges, most)
-        for space in sorted(by_space):  # in (space, key) order
-            keys = sorted(by_space[space])
+        for space, keys in by_space.items():  # in (space, key) order
             whole = space != "json"  # kv values merge whole, JSON documents per member
             space_writes: dict[str, Any] = {}
             for start in range(0, len(keys), _KEYS_PER_READ):
-                for key, base_value, source_value, target_value, source_form in _moved(
+                found, decoded, values = _moved(
                     engine, space, keys[start : start + _KEYS_PER_READ], points, target_moved
-                ):
+                )
+                index_of = {key: 3 * index for index, key in enumerate(decoded)}
+                for key, base_form, source_form, target_form, source_row in found:
+                    at = index_of.get(key)
+                    if at is None:
+                        # A kv key the target left as the base had it, both sides stored
+                        # whole (``_moved``): the source's entry, copied as stored; the
+                        # receipt decodes the change when it is read.
+                        pending.append((space, key, base_form, source_form))
+                        if source_form is None:
+                            space_writes[key] = MISSING
+                        else:
+                            assert source_row is not None
+                            space_writes[key] = CopiedEntry(
+                                source_form[0], source_form[1], source_row[5], source_row[3]
+                            )
+                        continue
+                    base_value, source_value, target_value = values[at : at + 3]
+                    if target_form == base_form:
+                        target_value = base_value  # one value: later checks settle by identity
                     if whole and target_value is base_value:
                         # The target holds the base's value: the source's wins whole,
                         # as _merge_key would find.
                         if not _same(base_value, source_value):
-                            applied.append(
+                            pending.append(
                                 MergeChange(
                                     space, key, "$", _shown(base_value), _shown(source_value)
                                 )
                             )
                             # Stored whole, it is copied as stored (not encoded again).
-                            form = source_form
-                            whole_form = form is not None and form[2] is None
+                            whole_form = source_form is not None and source_form[2] is None
                             space_writes[key] = (
-                                StoredValue(form[0], form[1])
-                                if form and whole_form
+                                StoredValue(source_form[0], source_form[1])
+                                if source_form and whole_form
                                 else source_value
                             )
                         continue
@@ -420,7 +500,7 @@ def merge_branches(
                         source_value,
                         target_value,
                         strategy,
-                        applied,
+                        pending,
                         conflicts,
                     )
                     if not _same(merged, target_value):
@@ -440,7 +520,7 @@ def merge_branches(
         new_events = [e for e in source_events if not _in_log(engine, base_ranges, e.origin)]
         base_point = (base_record.name, base_version)
         events_to_record = source_events if events == "append" else new_events
-        if not (events_to_record or writes or applied or conflicts):
+        if not (events_to_record or writes or pending or conflicts):
             # Nothing new to merge; events an earlier merge skipped are still not carried.
             return MergeReceipt(
                 source,
@@ -472,7 +552,7 @@ def merge_branches(
             version,
             base_point,
             strategy,
-            applied,
+            AppliedChanges(pending=pending, build=partial(_build_applied, engine.decode_many)),
             conflicts,
             events_carried=carried,
             events_not_carried=len(source_events) - carried,
@@ -537,3 +617,24 @@ def _put(document: Any, tokens: tuple[jsonpath.Token, ...], value: Any) -> Any:
 
 def _shown(value: Any) -> Any:
     return None if value is MISSING else value
+
+
+def _build_applied(
+    decode_many: Callable[[list[Form | None]], list[Any]], pending: list[Any]
+) -> list[MergeChange]:
+    """The receipt's changes from the merge's list of them (``AppliedChanges``): each
+    ``Pending`` one (a whole kv value moved from the base's to the source's) decoded
+    from its stored forms, all in one call."""
+    forms: list[Form | None] = []
+    for item in pending:
+        if type(item) is tuple:
+            forms += (item[2], item[3])
+    values = iter(decode_many(forms)).__next__ if forms else None
+    changes = []
+    for item in pending:
+        if type(item) is tuple:
+            assert values is not None
+            old, new = values(), values()
+            item = MergeChange(item[0], item[1], "$", _shown(old), _shown(new))
+        changes.append(item)
+    return changes
