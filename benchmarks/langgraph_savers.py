@@ -20,11 +20,17 @@ every saver) while the saver is still open and after it closed. Each figure is t
 over ``--repeats`` runs, the savers taking turns within each repeat. Targets, against
 SqliteSaver in the same run: per turn at most 0.8x, history at most 1.0x, bytes on disk
 (open and closed) at most 0.15x at 100 turns and 0.05x at 1,000.
+
+Each run starts with a full garbage collection, and so does each history listing: the
+process's first full collection walks every object its imports made (about 150,000,
+tens of milliseconds), and without one it lands on whichever saver happens to allocate
+enough first.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import operator
 import sqlite3
 import statistics
@@ -132,6 +138,7 @@ def disk_bytes(directory: Path) -> int:
 
 
 def run(name: str, workload: Workload, turns: int) -> dict[str, float]:
+    gc.collect()
     with tempfile.TemporaryDirectory() as scratch:
         with SAVERS[name](Path(scratch)) as saver:
             graph = workload.build(saver)
@@ -141,6 +148,7 @@ def run(name: str, workload: Workload, turns: int) -> dict[str, float]:
                 started = time.perf_counter()
                 graph.invoke(workload.turn_input(turn), config)
                 per_turn.append(time.perf_counter() - started)
+            gc.collect()
             started = time.perf_counter()
             # Each snapshot is dropped once seen: a 1,000-turn chat's whole history held
             # at once is gigabytes, whichever saver read it.

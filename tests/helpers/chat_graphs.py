@@ -1,4 +1,5 @@
-"""The small LangGraph graph the integration tests run: one node appending to a log."""
+"""The small LangGraph graphs the integration tests run: one node appending to a log, and
+a draft that waits for a human's approval."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
 from rewinddb.integrations.langgraph import RewindSaver
@@ -29,6 +31,27 @@ def chat_graph(saver: RewindSaver) -> Any:
     builder.add_node("agent", lambda state: {"log": [f"reply {len(state['log'])}"]})
     builder.add_edge(START, "agent")
     builder.add_edge("agent", END)
+    return builder.compile(checkpointer=saver)
+
+
+class Trail(TypedDict):
+    trail: Annotated[list[str], operator.add]
+
+
+def approval_graph(saver: RewindSaver) -> Any:
+    """START -> draft -> approve (interrupts for a human) -> send -> END."""
+
+    def approve(state: Trail) -> dict:
+        return {"trail": [f"approved by {interrupt('send it?')}"]}
+
+    builder = StateGraph(Trail)
+    builder.add_node("draft", lambda state: {"trail": ["draft"]})
+    builder.add_node("approve", approve)
+    builder.add_node("send", lambda state: {"trail": ["sent"]})
+    builder.add_edge(START, "draft")
+    builder.add_edge("draft", "approve")
+    builder.add_edge("approve", "send")
+    builder.add_edge("send", END)
     return builder.compile(checkpointer=saver)
 
 

@@ -3,36 +3,10 @@ the same graphs write the fixture and the test that reads it with today's saver.
 
 from __future__ import annotations
 
-import operator
-from typing import Annotated, Any
-
-from chat_graphs import chat_graph, thread
-from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command, interrupt
-from typing_extensions import TypedDict
+from chat_graphs import approval_graph, chat_graph, thread
+from langgraph.types import Command
 
 from rewinddb.integrations.langgraph import RewindSaver
-
-
-class Trail(TypedDict):
-    trail: Annotated[list[str], operator.add]
-
-
-def approval_graph(saver: RewindSaver) -> Any:
-    """START -> draft -> approve (interrupts for a human) -> send -> END."""
-
-    def approve(state: Trail) -> dict:
-        return {"trail": [f"approved by {interrupt('send it?')}"]}
-
-    builder = StateGraph(Trail)
-    builder.add_node("draft", lambda state: {"trail": ["draft"]})
-    builder.add_node("approve", approve)
-    builder.add_node("send", lambda state: {"trail": ["sent"]})
-    builder.add_edge(START, "draft")
-    builder.add_edge("draft", "approve")
-    builder.add_edge("approve", "send")
-    builder.add_edge("send", END)
-    return builder.compile(checkpointer=saver)
 
 
 def write_threads(saver: RewindSaver) -> None:

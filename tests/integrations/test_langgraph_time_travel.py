@@ -5,21 +5,15 @@ LangGraph's own suite, which ``tests/langgraph_suite`` runs in full)."""
 from __future__ import annotations
 
 import asyncio
-import operator
-from typing import Annotated, Any
+from typing import Any
 
 import pytest
-from chat_graphs import chat_graph, thread
+from chat_graphs import Trail, approval_graph, chat_graph, thread
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command, interrupt
-from typing_extensions import TypedDict
+from langgraph.types import Command
 
 import rewinddb
 from rewinddb.integrations.langgraph import RewindSaver
-
-
-class Trail(TypedDict):
-    trail: Annotated[list[str], operator.add]
 
 
 def _graph_with_subgraph(saver: RewindSaver, ran: list[str]) -> Any:
@@ -49,23 +43,6 @@ def _graph_with_subgraph(saver: RewindSaver, ran: list[str]) -> Any:
     builder.add_edge("prepare", "research")
     builder.add_edge("research", "answer")
     builder.add_edge("answer", END)
-    return builder.compile(checkpointer=saver)
-
-
-def _approval_graph(saver: RewindSaver) -> Any:
-    """START -> draft -> approve (interrupts for a human) -> send -> END."""
-
-    def approve(state: Trail) -> dict:
-        return {"trail": [f"approved by {interrupt('send it?')}"]}
-
-    builder = StateGraph(Trail)
-    builder.add_node("draft", lambda state: {"trail": ["draft"]})
-    builder.add_node("approve", approve)
-    builder.add_node("send", lambda state: {"trail": ["sent"]})
-    builder.add_edge(START, "draft")
-    builder.add_edge("draft", "approve")
-    builder.add_edge("approve", "send")
-    builder.add_edge("send", END)
     return builder.compile(checkpointer=saver)
 
 
@@ -99,7 +76,7 @@ def test_fork_from_before_a_subgraph_runs_it_on_the_edited_state(
 def test_copy_fork_keeps_the_values_and_asks_again(
     saver: RewindSaver, db: rewinddb.Database
 ) -> None:
-    graph = _approval_graph(saver)
+    graph = approval_graph(saver)
     graph.invoke({"trail": []}, thread("t"))
     graph.invoke(Command(resume="ann"), thread("t"))
     done = graph.get_state(thread("t"))
