@@ -73,6 +73,12 @@ class CopiedEntry(NamedTuple):
 _FEWEST_COPIED = 8
 
 
+#: ``Engine._seek_entries`` asks whether a lineage step holds any entry (``_ANY_ENTRY``)
+#: before it seeks at least so many keys there, on a lineage of several steps.
+_PROBED = 32
+#: A named tuple from a tuple of its fields (no Python ``__new__``).
+_new_tuple = tuple.__new__
+
 #: ``decode_many``: each body's array holds its one value.
 _SINGLE = frozenset((1,))
 _FIRST = operator.itemgetter(0)
@@ -1094,6 +1100,12 @@ class Engine:
                 wanted = [key for key in wanted if key not in found]
                 if not wanted:
                     break
+            if (
+                len(wanted) >= _PROBED
+                and len(steps) > 1
+                and self.conn.row(self._ANY_ENTRY, (branch_id, cap)) is None
+            ):
+                continue  # a step that wrote nothing up to its cap (a fork's fork, often)
             if sqlite:
                 try:
                     rows = fetchall(
@@ -1106,9 +1118,12 @@ class Engine:
                     rows = self._seek_each(branch_id, cap, space, wanted)
             else:
                 rows = fetchall(self._SEEK_KEYS_PG, (wanted, branch_id, space, cap))
-            for *columns, key in rows:
-                found[key] = EntryRow(*columns)
+            for row in rows:
+                found[row[6]] = _new_tuple(EntryRow, row[:6])
         return found
+
+    #: Whether a lineage step holds any entry up to its cap (one seek of the version index).
+    _ANY_ENTRY = "SELECT 1 FROM rewind_entries WHERE branch_id = ? AND version <= ? LIMIT 1"
 
     def _seek_each(
         self, branch_id: int, cap: int, space: str, keys: list[str]

@@ -21,7 +21,7 @@ from typing import Any
 Pending = tuple[str, str, Any, Any]
 
 
-class AppliedChanges(list):  # type: ignore[type-arg]  # (of MergeChange)
+class AppliedChanges(list):  # (of MergeChange)
     """``list[MergeChange]`` whose items may wait in stored form (``Pending``) until read.
 
     ``len()``, truth and :meth:`keys` answer without decoding; every other use of the

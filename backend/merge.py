@@ -229,7 +229,7 @@ _KEYS_PER_READ = 500
 
 def _stored(row: EntryRow | None) -> tuple[int, bytes | None, bytes | None] | None:
     """The stored form (kind, body, refs) of an entry; None where there is no value."""
-    return None if row is None or row.kind in NO_VALUE else (row.kind, row.body, row.refs)
+    return None if row is None or row[0] in NO_VALUE else row[:3]
 
 
 #: The target's changes since the merge base are listed when they are at most this many

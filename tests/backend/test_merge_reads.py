@@ -133,11 +133,16 @@ operation = st.tuples(
     keys=st.lists(key_text, min_size=8, max_size=8, unique=True),
     operations=st.lists(operation, min_size=1, max_size=12),
     lowered=st.booleans(),
+    probed=st.sampled_from([32, 1]),
 )
 def test_batch_reads_are_the_seeks_of_each_key_on_random_lineages(
-    keys: list[str], operations: list[tuple[int, str, list[int], int]], lowered: bool
+    keys: list[str], operations: list[tuple[int, str, list[int], int]], lowered: bool, probed: int
 ) -> None:
+    """(``probed``: 1 asks every step of a longer lineage whether it holds any entry,
+    as steps are asked before 32 keys or more are sought there.)"""
     directory = Path(tempfile.mkdtemp())
+    saved = rewinddb._engine._PROBED
+    rewinddb._engine._PROBED = probed
     try:
         with rewinddb.open(directory / "db") as db:
             branches = ["default"]
@@ -163,6 +168,7 @@ def test_batch_reads_are_the_seeks_of_each_key_on_random_lineages(
             else:
                 check_reads(db, keys)
     finally:
+        rewinddb._engine._PROBED = saved
         shutil.rmtree(directory, ignore_errors=True)
 
 
