@@ -1040,8 +1040,8 @@ class Engine:
         self, record: BranchRecord, version: int, space: str, keys: list[str]
     ) -> dict[str, EntryRow]:
         """The newest entry visible at (record, version) of each of ``keys`` that has
-        one: what ``read_entry`` gives for each, with one statement for all the keys
-        the memory does not answer."""
+        one: what ``read_entry`` gives for each, with one statement per lineage step for
+        all the keys the memory does not answer."""
         found: dict[str, EntryRow] = {}
         unknown = []
         branch_id = record.id
@@ -1328,7 +1328,7 @@ class Engine:
                 [
                     (
                         (branch_id, space, key),
-                        EntryRow(kind, body, None, version, trigger, branch_id),
+                        _new_tuple(EntryRow, (kind, body, None, version, trigger, branch_id)),
                     )
                     for branch_id, _, key, version, kind, body, _, trigger in rows
                 ]

@@ -13,8 +13,12 @@ or bytes the merge read, so reading it later needs no database.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any
+
+#: Held while a list builds its items (``AppliedChanges._fill``).
+_BUILDING = threading.Lock()
 
 #: A change still in stored form: (primitive, key, base form, source form), each form
 #: (kind, body, refs) or None for no value; its path is ``$``.
@@ -46,11 +50,15 @@ class AppliedChanges(list):  # (of MergeChange)
         self._build = build
 
     def _fill(self) -> None:
-        pending, build = self._pending, self._build
-        self._pending = self._build = None
-        if pending:
-            assert build is not None
-            list.extend(self, build(pending))
+        """Build the items (once, whichever thread asks first; a build that fails, on a
+        damaged value, leaves them waiting: the next use fails the same way)."""
+        with _BUILDING:
+            pending, build = self._pending, self._build
+            if pending is None:
+                return  # (another thread built them)
+            built = build(pending) if pending and build is not None else []
+            list.extend(self, built)
+            self._pending = self._build = None
 
     def __len__(self) -> int:
         pending = self._pending

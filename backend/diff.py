@@ -266,8 +266,9 @@ def _space_changes(
             forms.append(None if row_b is None else row_b[:3])
         values = engine.decode_many(forms)
         if memo is None:
-            for index, key in enumerate(differing):
-                _walk(space, key, values[2 * index], values[2 * index + 1], "$", changes)
+            walk = _walk
+            for key, old, new in zip(differing, values[::2], values[1::2], strict=True):
+                walk(space, key, old, new, "$", changes)
         else:
             for index, key in enumerate(differing):
                 changes += diff_readable(space, key, values[2 * index], values[2 * index + 1], memo)

@@ -31,7 +31,7 @@ from ._engine import (
 )
 from ._merge_applied import AppliedChanges
 from ._values import loads, same
-from .errors import InvalidInputError, MergeConflictError
+from .errors import CorruptDatabaseError, InvalidInputError, MergeConflictError
 from .events import append_event, identity
 
 Strategy = Literal["fail", "source", "target"]
@@ -619,6 +619,28 @@ def _shown(value: Any) -> Any:
     return None if value is MISSING else value
 
 
+def _damaged(
+    decode_many: Callable[[list[Form | None]], list[Any]], pending: list[Any]
+) -> CorruptDatabaseError:
+    """The error of a receipt whose moved values do not decode: the merge copied the
+    source's entries as they are stored, and one of them, or a base entry, is damaged
+    (another program's bytes where JSON belongs)."""
+    for item in pending:
+        if type(item) is tuple:
+            try:
+                decode_many([item[2], item[3]])
+            except (ValueError, TypeError):
+                return CorruptDatabaseError(
+                    f"the merge moved {item[0]} key {item[1]!r}, whose stored value (at the "
+                    "merge base or on the source) is not JSON: rewind_entries.body is damaged",
+                    code="corrupt.entries",
+                )
+    return CorruptDatabaseError(
+        "a value this merge moved does not decode: rewind_entries.body is damaged",
+        code="corrupt.entries",
+    )
+
+
 def _build_applied(
     decode_many: Callable[[list[Form | None]], list[Any]], pending: list[Any]
 ) -> list[MergeChange]:
@@ -629,7 +651,10 @@ def _build_applied(
     for item in pending:
         if type(item) is tuple:
             forms += (item[2], item[3])
-    values = iter(decode_many(forms)).__next__ if forms else None
+    try:
+        values = iter(decode_many(forms)).__next__ if forms else None
+    except (ValueError, TypeError) as error:  # (orjson's JSONDecodeError is a ValueError)
+        raise _damaged(decode_many, pending) from error
     changes = []
     for item in pending:
         if type(item) is tuple:

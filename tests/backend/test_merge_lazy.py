@@ -10,6 +10,7 @@ import copy
 import dataclasses
 import pickle
 import shutil
+import sqlite3
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -231,3 +232,34 @@ def test_a_lazy_receipt_is_a_list_of_changes_to_every_use(tmp_path: Path) -> Non
             assert isinstance(lazy.applied, AppliedChanges) and lazy.applied._pending
             assert use(lazy), number
             assert lazy.applied == expected  # and still (once built)
+
+
+def test_a_damaged_value_copied_as_stored_fails_its_receipt_with_a_rewind_error(
+    tmp_path: Path,
+) -> None:
+    """Another program wrote bytes that are not JSON into a source entry: the merge copies
+    the entry as it is stored (as it copies every whole one), and what reads the moved
+    value (the receipt's change, the target's key) fails with ``corrupt.entries``, never
+    with the JSON parser's error."""
+    path = tmp_path / "db"
+    with rewinddb.open(path) as db:
+        db.kv.put_many({f"k{i}": {"i": i} for i in range(20)})
+        db.branches.fork("default", "run")
+        db.at("run").kv.put_many({f"k{i}": {"i": -i - 1} for i in range(20)})
+    raw = sqlite3.connect(path / "rewind.sqlite3")
+    with raw:
+        changed = raw.execute(
+            "UPDATE rewind_entries SET body = x'7b2261223a' WHERE key = 'k3' AND branch_id = 2"
+        ).rowcount
+    raw.close()
+    assert changed == 1
+    with rewinddb.open(path) as db:
+        receipt = db.branches.merge("run", "default")
+        assert len(receipt.applied) == 20 and "k3" in receipt.keys_applied
+        for use in (lambda: receipt.applied[0], lambda: list(receipt.applied), receipt.to_dict):
+            with pytest.raises(rewinddb.CorruptDatabaseError) as raised:
+                use()
+            assert raised.value.code == "corrupt.entries" and "'k3'" in str(raised.value)
+        with pytest.raises(rewinddb.CorruptDatabaseError):
+            db.kv.get("k3")
+        assert db.kv.get("k4") == {"i": -5}
