@@ -293,6 +293,9 @@ _TARGET_KEYS = (
 )
 
 
+#: A named tuple from a tuple of its fields (no Python ``__new__``).
+_new_tuple = tuple.__new__
+
 #: The kinds whose stored form is the value itself, stored whole (no shared arrays):
 #: two such forms that differ hold different values (JSON is stored canonically:
 #: ``_values``), so a key whose target holds the base's entry copies the source's.
@@ -301,17 +304,12 @@ _PLAIN_KINDS = frozenset((KIND_JSON, KIND_BYTES))
 Form = tuple[int, Union[bytes, None], Union[bytes, None]]  # noqa: UP007 - a runtime alias
 
 
-def _plain(form: Form | None) -> bool:
-    """No value, or a value stored whole as itself (``_PLAIN_KINDS``, no shared arrays)."""
-    return form is None or (form[2] is None and form[0] in _PLAIN_KINDS)
-
-
 def _moved(
     engine: Engine,
     space: str,
     keys: list[str],
     points: tuple[tuple[BranchRecord, int], ...],
-    target_moved: set[tuple[str, str]] | None,
+    target_moved: set[str] | frozenset[str] | None,
 ) -> tuple[
     list[tuple[str, Form | None, Form | None, Form | None, EntryRow | None]], list[str], list[Any]
 ]:
@@ -321,45 +319,52 @@ def _moved(
     target stored forms; None: no value).
 
     The target is read only for keys the source moved, and of those only for the ones
-    it wrote since the base when ``target_moved`` lists them (``_target_changes``): the
+    it wrote since the base when ``target_moved`` lists them (its keys of this space
+    that ``_target_changes`` lists): the
     others it holds as the base does (their target form *is* the base's). Then the
     values of the keys that need them are decoded in one call: all but those of a kv
     key whose target holds the base's entry and whose base and source forms are plain
-    (``_plain``): such a key takes the source's entry as it is stored. Returns (the
-    keys' forms, the decoded keys, their (base, source, target) values in a row)."""
+    (no value, or one of ``_PLAIN_KINDS`` without refs): such a key takes the source's
+    entry as it is stored. Returns (the keys' forms, the decoded keys, their (base,
+    source, target) values in a row)."""
     base_point, source_point, target_point = points
     base_rows = engine.read_entries(*base_point, space, keys).get
     source_rows = engine.read_entries(*source_point, space, keys).get
+    no_value = NO_VALUE
     moved = []
     for key in keys:
         source_row, base_row = source_rows(key), base_rows(key)
-        if source_row is not None and base_row is not None and source_row[:3] == base_row[:3]:
-            continue  # one stored entry (or both deleted the same way): the same value
-        source_form = _stored(source_row)
-        base_form = _stored(base_row)
-        if source_form != base_form:
+        source_form = None if source_row is None or source_row[0] in no_value else source_row[:3]
+        base_form = None if base_row is None or base_row[0] in no_value else base_row[:3]
+        if source_form != base_form:  # (else one stored value, or none on both sides)
             moved.append((key, base_form, source_form, source_row))
     if not moved:
         return [], [], []
     if target_moved is None:
         target_keys = [key for key, _, _, _ in moved]
     else:
-        target_keys = [key for key, _, _, _ in moved if (space, key) in target_moved]
+        target_keys = [key for key, _, _, _ in moved if key in target_moved]
     target_rows = engine.read_entries(*target_point, space, target_keys) if target_keys else {}
     whole = space != "json"
+    plain_kinds = _PLAIN_KINDS
     found = []
     decoded: list[str] = []
     forms: list[Form | None] = []
     for key, base_form, source_form, source_row in moved:
-        if target_moved is None or (space, key) in target_moved:
+        if target_moved is None or key in target_moved:
             target_form = _stored(target_rows.get(key))
         else:
             target_form = base_form
         if target_form == source_form:
             continue  # the target has the source's value already
         found.append((key, base_form, source_form, target_form, source_row))
-        if whole and target_form == base_form and _plain(base_form) and _plain(source_form):
-            continue  # copied as stored: no value needed
+        if (
+            whole
+            and target_form == base_form
+            and (base_form is None or (base_form[2] is None and base_form[0] in plain_kinds))
+            and (source_form is None or (source_form[2] is None and source_form[0] in plain_kinds))
+        ):
+            continue  # copied as stored (both plain): no value needed
         decoded.append(key)
         forms += (base_form, source_form, target_form)
     return found, decoded, engine.decode_many(forms) if forms else []
@@ -451,11 +456,16 @@ def merge_branches(
         most = max(_TARGET_CHANGES_READ, 4 * source_moved) if source_moved else 0
         target_moved = _target_changes(engine, base_ranges, target_ranges, most)
         for space, keys in by_space.items():  # in (space, key) order
+            space_moved = (
+                None
+                if target_moved is None
+                else frozenset(key for key_space, key in target_moved if key_space == space)
+            )
             whole = space != "json"  # kv values merge whole, JSON documents per member
             space_writes: dict[str, Any] = {}
             for start in range(0, len(keys), _KEYS_PER_READ):
                 found, decoded, values = _moved(
-                    engine, space, keys[start : start + _KEYS_PER_READ], points, target_moved
+                    engine, space, keys[start : start + _KEYS_PER_READ], points, space_moved
                 )
                 index_of = {key: 3 * index for index, key in enumerate(decoded)}
                 for key, base_form, source_form, target_form, source_row in found:
@@ -469,8 +479,9 @@ def merge_branches(
                             space_writes[key] = MISSING
                         else:
                             assert source_row is not None
-                            space_writes[key] = CopiedEntry(
-                                source_form[0], source_form[1], source_row[5], source_row[3]
+                            space_writes[key] = _new_tuple(
+                                CopiedEntry,
+                                (source_form[0], source_form[1], source_row[5], source_row[3]),
                             )
                         continue
                     base_value, source_value, target_value = values[at : at + 3]
