@@ -1143,13 +1143,16 @@ class Engine:
 
     def _remember_entries(self, rows: list[tuple[tuple[int, str, str], EntryRow | None]]) -> None:
         """``_remember_entry`` of each (slot, row)."""
-        kept = []
-        for slot, row in rows:
-            size = 0 if row is None else len(row.body or b"") + len(row.refs or b"")
-            if size > _LARGEST_REMEMBERED:
-                self.memory.forget("entry", slot)
-            else:
-                kept.append((slot, row, size + 100))
+        kept = [  # (slot, row, its size as the memory counts it: its bytes, and 100)
+            (slot, row, 100 if row is None else len(row[1] or b"") + len(row[2] or b"") + 100)
+            for slot, row in rows
+        ]
+        most = _LARGEST_REMEMBERED + 100
+        if any(size > most for _, _, size in kept):
+            for slot, _, size in kept:
+                if size > most:
+                    self.memory.forget("entry", slot)
+            kept = [answer for answer in kept if answer[2] <= most]
         self.memory.put_many("entry", kept)
 
     def decode(self, kind: int, body: bytes | None, refs: bytes | None) -> Any:

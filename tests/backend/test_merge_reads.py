@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rewinddb
-from rewinddb._engine import Engine
+from rewinddb._engine import UNKNOWN, Engine
 
 #: Names no JSON text carries as they are.
 HARD_KEYS = [
@@ -261,3 +261,33 @@ def test_the_seek_statement_is_one_text_whatever_the_keys(tmp_path: Path) -> Non
             del conn.fetchall
         seeks = {sql for sql in sent if "rewind_entries" in sql and "version <=" in sql}
         assert seeks == {Engine._SEEK_KEYS}
+
+
+def test_a_large_entry_written_or_read_is_not_remembered_and_drops_the_smaller_one(
+    tmp_path: Path,
+) -> None:
+    """Entries over 256 KiB are not held in the connection's memory; writing one (by a
+    batch write or a merge's copy) forgets what was held for the key, so no read
+    answers with the smaller value it replaced."""
+    large = {"text": "x" * 300_000}
+    with rewinddb.open(tmp_path / "db") as db:
+        engine = db._engine
+        db.kv.put_many({"a": 1, "b": 2})
+        default = engine.branch("default").id
+        assert engine.memory.get("entry", (default, "kv", "a")) is not UNKNOWN
+        db.kv.put_many({"a": large, "c": 3})
+        assert engine.memory.get("entry", (default, "kv", "a")) is UNKNOWN
+        assert engine.memory.get("entry", (default, "kv", "c")) is not UNKNOWN
+        assert db.kv.get("a") == large
+        db.kv.put_many({f"k{i:02d}": -1 for i in range(20)})
+        db.branches.fork("default", "run")
+        db.at("run").kv.put_many({f"k{i:02d}": large if i == 3 else i for i in range(20)})
+        db.branches.fork("default", "target")
+        target = engine.branch("target").id
+        assert db.at("target").kv.get("k03") == -1  # remembered on target
+        assert engine.memory.get("entry", (target, "kv", "k03")) is not UNKNOWN
+        receipt = db.branches.merge("run", "target")
+        assert len(receipt.applied) == 20
+        assert engine.memory.get("entry", (target, "kv", "k03")) is UNKNOWN
+        assert engine.memory.get("entry", (target, "kv", "k04")) is not UNKNOWN
+        assert db.at("target").kv.get("k03") == large and db.at("target").kv.get("k04") == 4
