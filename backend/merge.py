@@ -29,7 +29,7 @@ from ._engine import (
     EntryRow,
     StoredValue,
 )
-from ._merge_applied import AppliedChanges
+from ._merge_applied import AppliedChanges, PendingChange
 from ._values import loads, same
 from .errors import CorruptDatabaseError, InvalidInputError, MergeConflictError
 from .events import append_event, identity
@@ -446,8 +446,9 @@ def merge_branches(
 
         writes: dict[str, dict[str, Any]] = {}
         #: The changes applied, in order: each a MergeChange or, not decoded yet, a
-        #: ``_merge_applied.Pending`` (the receipt builds it when read).
+        #: ``PendingChange`` (the receipt decodes it when first read).
         pending: list[Any] = []
+        undecoded = False
         conflicts: list[MergeConflict] = []
         # space -> the keys (sorted) the source wrote since the base, spaces in order
         by_space = _diff_reads.changed_keys(engine, base_ranges, source_ranges)
@@ -474,7 +475,8 @@ def merge_branches(
                         # A kv key the target left as the base had it, both sides stored
                         # whole (``_moved``): the source's entry, copied as stored; the
                         # receipt decodes the change when it is read.
-                        pending.append((space, key, base_form, source_form))
+                        pending.append(PendingChange(space, key, base_form, source_form))
+                        undecoded = True
                         if source_form is None:
                             space_writes[key] = MISSING
                         else:
@@ -563,7 +565,9 @@ def merge_branches(
             version,
             base_point,
             strategy,
-            AppliedChanges(pending=pending, build=partial(_build_applied, engine.decode_many)),
+            AppliedChanges(
+                pending, build=partial(_build_applied, engine.decode_many) if undecoded else None
+            ),
             conflicts,
             events_carried=carried,
             events_not_carried=len(source_events) - carried,
@@ -637,13 +641,13 @@ def _damaged(
     source's entries as they are stored, and one of them, or a base entry, is damaged
     (another program's bytes where JSON belongs)."""
     for item in pending:
-        if type(item) is tuple:
+        if type(item) is PendingChange:
             try:
-                decode_many([item[2], item[3]])
+                decode_many([item.base, item.source])
             except (ValueError, TypeError):
                 return CorruptDatabaseError(
-                    f"the merge moved {item[0]} key {item[1]!r}, whose stored value (at the "
-                    "merge base or on the source) is not JSON: rewind_entries.body is damaged",
+                    f"the merge moved {item.primitive} key {item.key!r}, whose stored value (at "
+                    "the merge base or on the source) is not JSON: rewind_entries.body is damaged",
                     code="corrupt.entries",
                 )
     return CorruptDatabaseError(
@@ -656,21 +660,21 @@ def _build_applied(
     decode_many: Callable[[list[Form | None]], list[Any]], pending: list[Any]
 ) -> list[MergeChange]:
     """The receipt's changes from the merge's list of them (``AppliedChanges``): each
-    ``Pending`` one (a whole kv value moved from the base's to the source's) decoded
+    ``PendingChange`` (a whole kv value moved from the base's to the source's) decoded
     from its stored forms, all in one call."""
     forms: list[Form | None] = []
     for item in pending:
-        if type(item) is tuple:
-            forms += (item[2], item[3])
+        if type(item) is PendingChange:
+            forms += (item.base, item.source)
     try:
         values = iter(decode_many(forms)).__next__ if forms else None
     except (ValueError, TypeError) as error:  # (orjson's JSONDecodeError is a ValueError)
         raise _damaged(decode_many, pending) from error
     changes = []
     for item in pending:
-        if type(item) is tuple:
+        if type(item) is PendingChange:
             assert values is not None
             old, new = values(), values()
-            item = MergeChange(item[0], item[1], "$", _shown(old), _shown(new))
+            item = MergeChange(item.primitive, item.key, "$", _shown(old), _shown(new))
         changes.append(item)
     return changes

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import pickle
 import shutil
 import sqlite3
@@ -15,6 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -224,14 +226,29 @@ def test_a_lazy_receipt_is_a_list_of_changes_to_every_use(tmp_path: Path) -> Non
         lambda r: r.applied + [] == expected,  # noqa: RUF005 - list concatenation
         lambda r: sorted(r.applied, key=lambda c: c.key) == expected,
         lambda r: bool(r.applied) and len(r.applied) == len(expected),
+        lambda r: [] + r.applied == expected,  # noqa: RUF005 - list concatenation
+        lambda r: json.loads(json.dumps(r.to_dict()))["applied"] == [vars(c) for c in expected],
+        lambda r: (
+            json.dumps([vars(c) for c in r.applied]) == json.dumps([vars(c) for c in expected])
+        ),
+        lambda r: (
+            orjson.loads(orjson.dumps(list(r.applied))) == orjson.loads(orjson.dumps(expected))
+        ),
     ]
     with rewinddb.open(tmp_path / "db") as db:
         expected = list(merged(db, name="run").applied)
         for number, use in enumerate(uses):  # each on a receipt not built yet
             lazy = merged(db, name=f"run{number}")
-            assert isinstance(lazy.applied, AppliedChanges) and lazy.applied._pending
+            assert isinstance(lazy.applied, AppliedChanges) and lazy.applied._build is not None
             assert use(lazy), number
             assert lazy.applied == expected  # and still (once built)
+        first, second = merged(db, name="again-1"), merged(db, name="again-2")
+        assert first.applied == second.applied  # two unbuilt lists: each builds the other
+        assert first.applied == expected
+        unbuilt = merged(db, name="again-3")
+        with pytest.raises(TypeError):  # orjson reads a list's items directly: loudly
+            orjson.dumps(unbuilt.applied)
+        assert orjson.dumps(unbuilt.applied[:]) == orjson.dumps(expected)
 
 
 def test_a_damaged_value_copied_as_stored_fails_its_receipt_with_a_rewind_error(
