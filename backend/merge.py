@@ -316,17 +316,16 @@ def _moved(
     """What the merge must look at of ``keys`` (sorted): the keys whose source entry
     differs from the base's and from the target's (equal stored forms hold the same
     value, so those keys are skipped undecoded), in order, as (key, base, source and
-    target stored forms; None: no value).
+    target stored forms (None: no value), the source's entry).
 
     The target is read only for keys the source moved, and of those only for the ones
     it wrote since the base when ``target_moved`` lists them (its keys of this space
-    that ``_target_changes`` lists): the
-    others it holds as the base does (their target form *is* the base's). Then the
-    values of the keys that need them are decoded in one call: all but those of a kv
-    key whose target holds the base's entry and whose base and source forms are plain
-    (no value, or one of ``_PLAIN_KINDS`` without refs): such a key takes the source's
-    entry as it is stored. Returns (the keys' forms, the decoded keys, their (base,
-    source, target) values in a row)."""
+    that ``_target_changes`` found): the others it holds as the base does (their target
+    form *is* the base's). Then the values of the keys that need them are decoded in one
+    call: all but those of a kv key whose target holds the base's entry and whose base
+    and source forms are plain (no value, or one of ``_PLAIN_KINDS`` without refs): such
+    a key takes the source's entry as it is stored. Returns (the keys' forms, the
+    decoded keys, their (base, source, target) values in a row)."""
     base_point, source_point, target_point = points
     base_rows = engine.read_entries(*base_point, space, keys).get
     source_rows = engine.read_entries(*source_point, space, keys).get
