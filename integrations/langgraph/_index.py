@@ -7,7 +7,10 @@ LangGraph state. Keys (see ``_names``):
   "parent", "run_id"}``: the checkpoint is readable on ``read`` as of ``version``; its
   pending writes are the events of ``branch`` from sequence ``events`` on; its children
   continue ``branch`` while it is that branch's newest checkpoint.
-- ``ns/<thread>/<ns>`` -> ``{"main": branch, "head": newest checkpoint id}``.
+- ``ns/<thread>/<ns>`` -> ``{"main": branch, "head": id, "newest": branch}``: the
+  namespace's first branch, and its newest checkpoint: the newer of ``head`` and the
+  newest checkpoint of branch ``newest``, where its checkpoints go (so the record is
+  written again only when they go to another branch; ``head`` alone in older records).
 - ``run/<run_id>/<thread>/<ns>/<id>``: the checkpoints of a run.
 - ``own/<thread>/<branch>``: branches a thread created; ``ref/<branch>/<thread>``:
   branches a copied thread reads from, kept while referenced; ``held/<branch>``: a

@@ -388,16 +388,24 @@ class RewindSaver(BaseCheckpointSaver[str]):
         record = self.db.at(branch).kv.get(_names.CHECKPOINT_KEY)
         return record["id"] if record else None
 
-    def _namespace_head(self, namespace: dict | None) -> str | None:
+    def _namespace_head(
+        self, thread_id: str, checkpoint_ns: str, namespace: dict | None
+    ) -> str | None:
         """The newest checkpoint id of a namespace (None: it has none): its record's
         ``head``, or the newest checkpoint of the branch it names ``newest`` (where its
-        checkpoints go, each then with no write of the record) when that is newer."""
+        checkpoints go, each then with no write of the record) when that is newer. A
+        ``newest`` that is not one of the namespace's branches (gone, or edited by hand)
+        names nothing."""
         if not namespace:
             return None
         head: str | None = namespace.get("head")
         newest = namespace.get("newest")
-        if newest is not None:
-            on = self._head_id(newest)
+        parsed = _names.parse_branch(newest) if type(newest) is str else None
+        if parsed is not None and parsed[:2] == (thread_id, checkpoint_ns):
+            try:
+                on = self._head_id(newest)
+            except rewinddb.NotFoundError:  # deleted by hand: the record's head stands
+                on = None
             if on is not None and (head is None or on > head):
                 head = on
         return head
@@ -507,7 +515,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         with self.db.read():
             if checkpoint_id is None:
                 namespace = self.index.get(_names.namespace_key(thread_id, checkpoint_ns))
-                head = self._namespace_head(namespace)
+                head = self._namespace_head(thread_id, checkpoint_ns, namespace)
                 if head is None:
                     return None
                 checkpoint_id = head
@@ -598,7 +606,9 @@ class RewindSaver(BaseCheckpointSaver[str]):
         if parent is not None:
             if self._head_id(parent["branch"]) == parent_id:
                 return _Placement(parent["branch"], {}, namespace, None)
-            source, at = parent["branch"], parent["version"]
+            # From where the parent is read: for a copied thread's checkpoint, the
+            # source's branch (the copy's own fork starts later than the parent's version).
+            source, at = parent["read"], parent["version"]
         elif main is not None and self._head_id(main) is None:
             return _Placement(main, {}, namespace, None)
         else:
@@ -644,7 +654,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
             branch, index_puts, namespace = placement[:3]
             ns_key = _names.namespace_key(thread_id, checkpoint_ns)
             namespace = index_puts.get(ns_key) or namespace
-            previous = self._namespace_head(namespace)  # before this checkpoint
+            previous = self._namespace_head(thread_id, checkpoint_ns, namespace)  # before it
             if placement.fork_versions is not None:
                 new_versions = _versions_on_fork(checkpoint, placement.fork_versions, new_versions)
             view = self.db.at(branch)
@@ -1139,7 +1149,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 ns = _names.unescape(key.split("/", 2)[2])
                 puts[_names.namespace_key(target, ns)] = {
                     "main": forks.get(namespace["main"], namespace["main"]),
-                    "head": self._namespace_head(namespace),
+                    "head": self._namespace_head(source, ns, namespace),
                 }
             for key in self.index.records(source):
                 _, ns, checkpoint_id = _names.parse_checkpoint_key(key)

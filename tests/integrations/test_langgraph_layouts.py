@@ -152,3 +152,24 @@ def test_a_thread_without_checkpoints_has_no_newest(tmp_path: Path) -> None:
         saver = RewindSaver(db)
         assert saver.get_tuple(thread("nobody")) is None
         assert list(saver.list(thread("nobody"))) == []
+
+
+@pytest.mark.parametrize("newest", ["lg/missing", "lg/other", "lg/t~00000000", 7])
+def test_a_namespace_record_naming_a_wrong_newest_branch_falls_back_to_its_head(
+    tmp_path: Path, newest: object
+) -> None:
+    with rewinddb.open(tmp_path / "agent") as db:
+        saver = RewindSaver(db)
+        graph = chat_graph(saver)
+        graph.invoke({"log": ["hi"]}, thread("t"))
+        graph.invoke({"log": ["x"]}, thread("other"))
+        head = graph.get_state(thread("t"))
+        index = db.at("lg-index")
+        record = index.kv.get("ns/t/")
+        index.kv.put(
+            "ns/t/",
+            {**record, "newest": newest, "head": head.config["configurable"]["checkpoint_id"]},
+        )
+        assert graph.get_state(thread("t")).values == head.values
+        graph.invoke({"log": ["y"]}, head.config)  # writing goes on, and moves the newest
+        assert graph.get_state(thread("t")).values["log"] == ["hi", "reply 1", "y", "reply 3"]

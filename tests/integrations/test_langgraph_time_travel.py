@@ -148,3 +148,20 @@ def test_list_before_that_is_not_a_config_is_refused(saver: RewindSaver) -> None
         list(saver.list(thread("t"), before="1f0"))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"before=.*checkpoint_id"):
         list(saver.list(thread("t"), before={"checkpoint_id": "1f0"}))  # type: ignore[typeddict-unknown-key]
+
+
+def test_a_copied_thread_forks_from_the_checkpoint_it_was_copied_at(saver: RewindSaver) -> None:
+    """The copy's head checkpoint is read on the source's branch: a fork from it starts
+    there, not on the copy's own branch (which begins after that version). As on
+    LangGraph's own savers, the answer recorded at that checkpoint is the one it keeps."""
+    graph = approval_graph(saver)
+    graph.invoke({"trail": []}, thread("t"))  # waits for its answer
+    saver.copy_thread("t", "u")
+    waiting = graph.get_state(thread("u"))
+    done = {"trail": ["draft", "approved by ann", "sent"]}
+    assert graph.invoke(Command(resume="ann"), thread("u")) == done
+    assert graph.invoke(Command(resume="bob"), waiting.config) == done
+    saver.delete_thread("t")
+    assert graph.invoke(Command(resume="cy"), waiting.config) == done
+    assert graph.get_state(thread("u")).values == done
+    assert graph.get_state(thread("t")).values == {}
