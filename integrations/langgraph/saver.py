@@ -400,7 +400,9 @@ class RewindSaver(BaseCheckpointSaver[str]):
             return None
         head: str | None = namespace.get("head")
         newest = namespace.get("newest")
-        parsed = _names.parse_branch(newest) if type(newest) is str else None
+        if not isinstance(newest, str):
+            return head
+        parsed = _names.parse_branch(newest)
         if parsed is not None and parsed[:2] == (thread_id, checkpoint_ns):
             try:
                 on = self._head_id(newest)
