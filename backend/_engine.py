@@ -1298,6 +1298,7 @@ class Engine:
         version = context.reserve()
         rows = []
         copies: dict[tuple[int, int], list[str]] = {}
+        copied_keys: set[str] = set()
         branch_id, trigger = context.branch.id, context.entry_trigger
         written, parts = context.written, context.entry_parts
         entry_part, entry_digest = _commit_hash.entry_part, _commit_hash.entry_digest
@@ -1315,6 +1316,7 @@ class Engine:
                 continue
             if kind_of is CopiedEntry:
                 copies.setdefault((value.branch_id, value.version), []).append(key)
+                copied_keys.add(key)
             rows.append((branch_id, space, key, version, kind, body, None, trigger))
             written.add(slot)
             parts[slot] = entry_digest(entry_part(space, key, kind, body, None, trigger))
@@ -1326,6 +1328,8 @@ class Engine:
                 if copied:
                     sent = [row for row in rows if row[2] not in copied]
             if sent:
+                if copies:
+                    self._check_copied([row for row in sent if row[2] in copied_keys])
                 self.conn.executemany(self._INSERT_ENTRY, sent)
             self._remember_entries(
                 [
@@ -1339,13 +1343,44 @@ class Engine:
         return version
 
     #: ``write_values``' copies of the entries of keys (a JSON array) at one version of one
-    #: branch into the commit being written, as stored (their refs are NULL: whole).
+    #: branch into the commit being written, as stored (their refs are NULL: whole); a JSON
+    #: body that is not JSON (another program's bytes) is not copied, so the copy comes up
+    #: short and says the file is damaged.
     _COPY_ENTRIES = (
         "INSERT INTO rewind_entries (branch_id, space, key, version, kind, body, refs, trigger) "
         "SELECT ?, e.space, e.key, ?, e.kind, e.body, NULL, ? "
         "FROM json_each(?) j CROSS JOIN rewind_entries e "
-        "ON e.branch_id = ? AND e.space = ? AND e.key = j.value AND e.version = ?"
+        "ON e.branch_id = ? AND e.space = ? AND e.key = j.value AND e.version = ? "
+        f"WHERE e.kind <> {KIND_JSON} OR json_valid(CAST(e.body AS TEXT))"
     )
+
+    #: The first key ``_COPY_ENTRIES`` did not copy (to name it in the error).
+    _NOT_COPIED = (
+        "SELECT j.value FROM json_each(?) j LEFT JOIN rewind_entries e "
+        "ON e.branch_id = ? AND e.space = ? AND e.key = j.value AND e.version = ? "
+        f"WHERE e.key IS NULL OR (e.kind = {KIND_JSON} AND NOT json_valid(CAST(e.body AS TEXT))) "
+        "LIMIT 1"
+    )
+
+    def _check_copied(self, rows: list[tuple[Any, ...]]) -> None:
+        """Refuse to write entries copied as stored (rows of ``write_values``) whose JSON
+        body does not decode: nothing decoded them on the way (a merge copies what the
+        target left alone as the source stores it), and the damage would spread to the
+        branch written, under a valid hash. One decode for all of them."""
+        forms = [(row[4], row[5], None) for row in rows if row[4] == KIND_JSON]
+        try:
+            self.decode_many(forms)
+        except (ValueError, TypeError):
+            for row in rows:
+                try:
+                    self.decode_many([(row[4], row[5], None)])
+                except (ValueError, TypeError):
+                    raise CorruptDatabaseError(
+                        f"the {row[1]} entry {row[2]!r} to copy is not JSON: "
+                        "rewind_entries.body is damaged",
+                        code="corrupt.entries",
+                    ) from None
+            raise
 
     def _copy_entries(
         self, context: WriteContext, space: str, copies: dict[tuple[int, int], list[str]]
@@ -1379,9 +1414,11 @@ class Engine:
             except sqlite3.DataError:  # the keys' array longer than SQLite's longest string
                 continue
             if cursor.rowcount != len(keys):
+                bad = self.conn.row(self._NOT_COPIED, (names, source_id, space, source_version))
                 raise CorruptDatabaseError(
-                    f"{len(keys)} entries of branch id {source_id} at version {source_version} "
-                    f"were read to merge, but {cursor.rowcount} are in rewind_entries",
+                    f"the {space} entry {bad[0] if bad else '?'!r} of branch id {source_id} at "
+                    f"version {source_version} to copy is missing from rewind_entries or its "
+                    "JSON body is not JSON: the file is damaged",
                     code="corrupt.entries",
                 )
             copied.update(keys)

@@ -31,7 +31,12 @@ from ._engine import (
 )
 from ._merge_applied import AppliedChanges, PendingChange
 from ._values import loads, same
-from .errors import CorruptDatabaseError, InvalidInputError, MergeConflictError
+from .errors import (
+    CorruptDatabaseError,
+    HistoryUnavailableError,
+    InvalidInputError,
+    MergeConflictError,
+)
 from .events import append_event, identity
 
 Strategy = Literal["fail", "source", "target"]
@@ -439,6 +444,7 @@ def merge_branches(
             )
         now = engine.clock()
         base_record, base_version = merge_base(engine, source_record, target_record, now)
+        _check_base(engine, base_record, base_version)
         base_ranges = engine.ranges(base_record, base_version)
         source_ranges = engine.ranges(source_record, now)
         target_ranges = engine.ranges(target_record, now)
@@ -631,6 +637,22 @@ def _put(document: Any, tokens: tuple[jsonpath.Token, ...], value: Any) -> Any:
 
 def _shown(value: Any) -> Any:
     return None if value is MISSING else value
+
+
+def _check_base(engine: Engine, record: BranchRecord, version: int) -> None:
+    """Refuse a merge whose base is history that is gone: retention cut it from its
+    branch, or its branch was deleted (its rows go with ``purge`` or ``db.gc()``). Read
+    there, the base would be what is left (an older value, or none), and the merge would
+    drop the source's changes or report conflicts that are not there."""
+    engine.check_kept(record, version)
+    if record.deleted_at is not None:
+        raise HistoryUnavailableError(
+            f"the merge base is version {version} of a deleted branch (id {record.id}), "
+            "whose rows may be gone (purge, db.gc()): the merge cannot tell what either "
+            "side changed since then; copy the values you want with kv.put instead",
+            branch=record.name,
+            as_of=version,
+        )
 
 
 def _damaged(

@@ -235,3 +235,36 @@ def test_events_a_skip_merge_left_behind_can_be_carried_later(
     later = db.branches.merge("run", "default", events="append")
     assert (later.events_carried, later.events_not_carried) == (1, 0) and later.complete
     assert [i.event.event_type for i in db.events.list()] == ["first"]
+
+
+def test_a_merge_whose_base_retention_removed_is_refused(db: rewinddb.Database) -> None:
+    """The base is history ``prune`` cut: read there it would be an older value, and the
+    merge would drop the source's change back to it (silently) or see a conflict."""
+    db.kv.put("k", 0)
+    db.branches.fork("default", "b1")
+    db.at("b1").kv.put("k", 1)
+    db.branches.merge("b1", "default")  # the next merge's base: b1 at that version
+    db.at("b1").kv.put("k", 0)  # b1 sets k back
+    db.at("b1").kv.put("other", 1)
+    db.prune("b1", before=db.version)
+    before = db.version
+    with pytest.raises(rewinddb.HistoryUnavailableError) as raised:
+        db.branches.merge("b1", "default")
+    assert raised.value.code == "history_unavailable" and "retention" in str(raised.value)
+    assert db.version == before and db.kv.get("k") == 1
+
+
+def test_a_merge_whose_base_is_on_a_deleted_branch_is_refused(db: rewinddb.Database) -> None:
+    db.kv.put("k", 0)
+    db.branches.fork("default", "x")
+    db.branches.fork("default", "s")
+    db.at("x").kv.put("k", 1)
+    db.branches.merge("x", "default")
+    db.branches.merge("x", "s")  # both now hold x: the base of s and default is on x
+    db.branches.delete("x", purge=True)
+    db.at("s").kv.put("k", 2)
+    before = db.version
+    with pytest.raises(rewinddb.HistoryUnavailableError) as raised:
+        db.branches.merge("s", "default")
+    assert "deleted branch" in str(raised.value)
+    assert db.version == before and db.kv.get("k") == 1
