@@ -1367,7 +1367,9 @@ class Engine:
         body does not decode: nothing decoded them on the way (a merge copies what the
         target left alone as the source stores it), and the damage would spread to the
         branch written, under a valid hash. One decode for all of them."""
-        forms = [(row[4], row[5], None) for row in rows if row[4] == KIND_JSON]
+        forms: list[tuple[int, bytes | None, bytes | None] | None] = [
+            (row[4], row[5], None) for row in rows if row[4] == KIND_JSON
+        ]
         try:
             self.decode_many(forms)
         except (ValueError, TypeError):
