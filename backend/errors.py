@@ -89,8 +89,10 @@ CODES: Mapping[str, ErrorCode] = _registry(
     (
         "history_unavailable",
         404,
-        "the version asked for is not part of the branch's history (before the branch existed)",
-        "`HistoryUnavailableError`: any read with `as_of=`",
+        "the version asked for is not part of the branch's history (before the branch "
+        "existed, or removed by retention); a merge whose base is such history, or on a "
+        "deleted branch",
+        "`HistoryUnavailableError`: any read with `as_of=`, `branches.merge`",
     ),
     (
         "not_found",
