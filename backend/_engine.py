@@ -1298,7 +1298,6 @@ class Engine:
         version = context.reserve()
         rows = []
         copies: dict[tuple[int, int], list[str]] = {}
-        copied_keys: set[str] = set()
         branch_id, trigger = context.branch.id, context.entry_trigger
         written, parts = context.written, context.entry_parts
         entry_part, entry_digest = _commit_hash.entry_part, _commit_hash.entry_digest
@@ -1316,7 +1315,6 @@ class Engine:
                 continue
             if kind_of is CopiedEntry:
                 copies.setdefault((value.branch_id, value.version), []).append(key)
-                copied_keys.add(key)
             rows.append((branch_id, space, key, version, kind, body, None, trigger))
             written.add(slot)
             parts[slot] = entry_digest(entry_part(space, key, kind, body, None, trigger))
@@ -1328,8 +1326,9 @@ class Engine:
                 if copied:
                     sent = [row for row in rows if row[2] not in copied]
             if sent:
-                if copies:
-                    self._check_copied([row for row in sent if row[2] in copied_keys])
+                if copies:  # copied entries sent as rows: checked here instead
+                    named = {key for keys in copies.values() for key in keys}
+                    self._check_copied([row for row in sent if row[2] in named])
                 self.conn.executemany(self._INSERT_ENTRY, sent)
             self._remember_entries(
                 [
@@ -1382,7 +1381,10 @@ class Engine:
                         "rewind_entries.body is damaged",
                         code="corrupt.entries",
                     ) from None
-            raise
+            raise CorruptDatabaseError(  # (each decodes alone: not met on a sound file)
+                "entries to copy do not decode together: rewind_entries.body is damaged",
+                code="corrupt.entries",
+            ) from None
 
     def _copy_entries(
         self, context: WriteContext, space: str, copies: dict[tuple[int, int], list[str]]
