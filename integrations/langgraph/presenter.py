@@ -75,6 +75,8 @@ _HIDDEN_KEYS = (
     "kv:channel/*:$.plain",
     "kv:write/*",
 )
+#: An interrupt's id (LangGraph's ``xxh3_128`` hex digest).
+_INTERRUPT_ID = re.compile(r"[0-9a-f]{32}")
 _METADATA_PATH = re.compile(r"\$\.metadata(?:\.([A-Za-z_][A-Za-z0-9_]*)|\['((?:[^'\\]|\\.)*)'\])")
 
 
@@ -1020,11 +1022,20 @@ def _answer(own: list[Any], index: int, answers: list[Any], interrupt_id: Any) -
     if index < len(own):
         return True, own[index]
     for answer in answers:
-        if not isinstance(answer, dict) or not isinstance(interrupt_id, str):
+        if not _by_interrupt_id(answer) or not isinstance(interrupt_id, str):
             return True, answer
         if interrupt_id in answer:
             return True, answer[interrupt_id]
     return False, None
+
+
+def _by_interrupt_id(answer: Any) -> bool:
+    """Whether a ``Command(resume=...)`` value answers interrupts by their ids: as
+    LangGraph reads it, a dict whose every key is an interrupt id (32 hex digits). Any
+    other value, a dict of the user's own included, is the answer itself."""
+    return isinstance(answer, dict) and all(
+        isinstance(key, str) and _INTERRUPT_ID.fullmatch(key) is not None for key in answer
+    )
 
 
 def _without_id(message: Any) -> str:

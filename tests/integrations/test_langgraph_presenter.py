@@ -14,18 +14,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chat_graphs import State, chat_graph, thread
+from chat_graphs import State, Trail, chat_graph, thread
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
 from react_run import EXAMPLE, ReactRun, example, record_react_run
 
 import rewinddb
 from rewinddb import presenters, rendering, story
 from rewinddb.integrations.langgraph import RewindSaver
 from rewinddb.integrations.langgraph.presenter import LangGraphPresenter
+from rewinddb.integrations.langgraph.saver import KEPT_MEMBERS
 
 PRESENTER = LangGraphPresenter()
 BOOKING = "Book the hotel in Lisbon for 3 nights."  # the turn that asks for approval
@@ -505,3 +507,45 @@ def test_a_page_past_the_newest_step_still_counts_the_steps(
     total = PRESENTER.steps(react_db, react.main_branch).total
     past = PRESENTER.steps(react_db, react.main_branch, after=steps[-1].version)
     assert past.steps == () and past.newer is None and past.total == total
+
+
+# -- answers given to a subgraph, and pending writes kept as channel values -------------------
+
+#: A dict of at least ``KEPT_MEMBERS`` members: the saver keeps such a write's value as a
+#: channel value, its event naming where (``value_at``) instead of holding it.
+FORM = {f"field {n:02}": f"answer {n}" for n in range(KEPT_MEMBERS)}
+
+
+def _reviewed_thread(db: rewinddb.Database, answer: Any, thread_id: str = "form") -> str:
+    """A thread whose subgraph asks a question, resumed with ``answer``: the parent's
+    checkpoint holds only the null task's ``__resume__`` write (the subgraph's node
+    writes its own in the subgraph's namespace)."""
+
+    def approve(state: Trail) -> dict:
+        return {"trail": [f"approved by {interrupt('fill in the form')}"]}
+
+    inner = StateGraph(Trail)
+    inner.add_node("approve", approve)
+    inner.add_edge(START, "approve")
+    outer = StateGraph(Trail)
+    outer.add_node("review", inner.compile())
+    outer.add_edge(START, "review")
+    graph = outer.compile(checkpointer=RewindSaver(db))
+    graph.invoke({"trail": []}, thread(thread_id))
+    graph.invoke(Command(resume=answer), thread(thread_id))
+    return f"lg/{thread_id}"
+
+
+def _answered(db: rewinddb.Database, branch: str) -> tuple[presenters.Step, presenters.Interrupt]:
+    """The step that shows the thread's one interrupt, and the interrupt."""
+    (asked,) = [s for s in PRESENTER.steps(db, branch).steps if s.interrupts]
+    ((interrupt,),) = [asked.interrupts]
+    assert (asked.label, interrupt.node, interrupt.text) == ("review", "review", "fill in the form")
+    return asked, interrupt
+
+
+def test_a_dict_answer_is_the_answer_itself(db: rewinddb.Database) -> None:
+    """LangGraph reads ``Command(resume=dict)`` as answers by interrupt id only when every
+    key is one (32 hex digits); any other dict is the answer itself."""
+    _, interrupt = _answered(db, _reviewed_thread(db, {"approved": True}))
+    assert (interrupt.resumed, interrupt.resume) == (True, {"approved": True})
