@@ -12,6 +12,11 @@ so that a list that only grew between two checkpoints (``messages`` with
 items. (Strings rather than pairs: reading a long list then allocates no container per
 item, which keeps Python's garbage collector quiet while a history is listed.)
 
+Any other serializer (:func:`stock` is false: one that encrypts, a subclass, a wrapper) is
+opaque: every byte the user wrote is in its output. A dict is then stored whole through
+it, not as pairs (its keys are the user's data too); a list still item by item, each
+item whole through it; nothing is ``"plain"``.
+
 Writing goes through an :class:`Encoder`: the whole message list is handed over at every
 checkpoint, so it remembers what the serde made of each pydantic model (message) it saw,
 keyed by what the serde's output is made of (the class and its field values, or its
@@ -55,6 +60,14 @@ _SAME_WHEN_EQUAL = frozenset((str, bytes, int, bool, type(None)))
 _IMMUTABLE = (str, bytes, int, float, bool, type(None))
 
 
+def stock(serde: SerializerProtocol) -> bool:
+    """Whether ``serde`` is LangGraph's stock serializer itself (no subclass, no wrapper
+    such as ``EncryptedSerializer``): only then may the saver store values, keys or
+    records as themselves. Any other serializer is opaque: nothing the user wrote is
+    stored outside its output."""
+    return type(serde) is JsonPlusSerializer
+
+
 def dump_typed(serde: SerializerProtocol, value: Any) -> Typed:
     """``value`` as ``[type, base64 of its bytes]``."""
     kind, data = serde.dumps_typed(value)
@@ -91,7 +104,7 @@ def dump_record(serde: SerializerProtocol, record: Mapping[str, Any]) -> Any:
     dict itself when it is JSON that reads back exactly as it is (its key order aside),
     which keeps it small and readable in the store; else as :func:`dump_typed` makes it
     (a list: another serializer, e.g. one that encrypts, sees every record)."""
-    if type(serde) is JsonPlusSerializer and _exact_json(record, 0):
+    if stock(serde) and _exact_json(record, 0):
         return record
     return dump_typed(serde, record)
 
@@ -207,6 +220,8 @@ class Encoder:
 
     def __init__(self, serde: SerializerProtocol, max_bytes: int = 32 * 1024 * 1024) -> None:
         self.serde = serde
+        #: Whether ``serde`` is the stock serializer (:func:`stock`).
+        self.stock = stock(serde)
         self._remembered = _Remembered(max_bytes)
         self._kinds: dict[type, tuple[str, Any]] = {}
 
@@ -220,7 +235,7 @@ class Encoder:
           schema has no serializer or computed field, so that model_dump() is made of
           those alone;
         - else by its model_dump()."""
-        if type(self.serde) is not JsonPlusSerializer or not issubclass(kind, BaseModel):
+        if not self.stock or not issubclass(kind, BaseModel):
             return _SERDE, None
         if kind.model_dump is not BaseModel.model_dump:
             return _MODEL_DUMP, None
@@ -241,7 +256,7 @@ class Encoder:
             known = self._kinds[kind] = self._how(kind)
         how, fields = known
         if how is _SERDE:
-            if kind in _SAME_WHEN_EQUAL and type(self.serde) is JsonPlusSerializer:
+            if kind in _SAME_WHEN_EQUAL and self.stock:
                 # A list of texts stores the same texts turn after turn: each once.
                 key = (kind, value)
                 found: str | None = self._remembered.get(key)
@@ -264,22 +279,25 @@ class Encoder:
         return stored
 
     def channel(self, value: Any, version: str | int | float | None) -> dict:
-        """A channel value at one channel version, lists item by item and plain dicts
-        as their ``[key, member]`` pairs in order (so the store shares what consecutive
-        versions have in common: a list that grew, a dict of notes that gained one).
+        """A channel value at one channel version, lists item by item and (with the stock
+        serializer) text-keyed dicts as their ``[key, member]`` pairs in order (so the
+        store shares what consecutive versions have in common: a list that grew, a dict
+        of notes that gained one).
 
         With the stock serializer, texts, numbers, booleans and None (and lists of them,
         and dicts of them by text keys) are stored as themselves, marked ``"plain"``:
         JSON gives them back exactly, they read as they are in the store, and a list of
-        a thousand texts costs no Python call per item. (Another serializer, e.g. one
-        that encrypts, sees every value.)"""
-        plain = type(self.serde) is JsonPlusSerializer
+        a thousand texts costs no Python call per item. Another serializer (e.g. one
+        that encrypts) sees every value whole: a list's items each, anything else
+        (a dict with its keys) all at once; nothing the user wrote is stored outside
+        what it made."""
+        plain = self.stock
         if isinstance(value, list):
             if plain and type(value) is list and plain_scalars(value):
                 return {"version": version, "type": "list", "plain": True, "items": list(value)}
             return {"version": version, "type": "list", "items": [self.item(v) for v in value]}
-        if type(value) is dict and text_keys(value):
-            if plain and plain_scalars(value) and plain_scalars(value.values()):
+        if plain and type(value) is dict and text_keys(value):
+            if plain_scalars(value) and plain_scalars(value.values()):
                 pairs = list(map(list, value.items()))
                 return {"version": version, "type": "dict", "plain": True, "pairs": pairs}
             pairs = [[key, self.item(member)] for key, member in value.items()]

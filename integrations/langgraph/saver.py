@@ -103,12 +103,14 @@ def _versions_on_fork(
 
 #: A dict written with at least this many members is kept as a channel value is, beside
 #: its event: a node that returns its whole dict of notes each turn then stores only what
-#: it added (``_arrays`` shares the pairs with the previous write of it).
+#: it added (``_arrays`` shares the pairs with the previous write of it). Only with the
+#: stock serializer: the pairs' keys are the user's, and any other serializer (one that
+#: encrypts) sees each write whole, in its event.
 KEPT_MEMBERS = 16
 
 
-def _kept_as_channel(value: Any) -> bool:
-    return type(value) is dict and len(value) >= KEPT_MEMBERS and text_keys(value)
+def _kept_as_channel(value: Any, encoder: Encoder) -> bool:
+    return encoder.stock and type(value) is dict and len(value) >= KEPT_MEMBERS and text_keys(value)
 
 
 #: The digits of a channel version (``get_next_version``): ten thousand trillion steps.
@@ -786,7 +788,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
                     "idx": idx,
                     "channel": channel,
                 }
-                if _kept_as_channel(value):
+                if _kept_as_channel(value, self._encoder):
                     key = _names.write_key(channel, idx)
                     version = view.kv.put(key, self._encoder.channel(value, None))
                     payload["value_at"] = [key, version]

@@ -412,21 +412,77 @@ def test_a_value_json_cannot_keep_exactly_goes_through_the_serde(value: Any) -> 
     assert repr(Decoder(SERDE).channel(stored)) == repr(expected)
 
 
+ENCRYPTED = EncryptedSerializer.from_pycryptodome_aes(key=b"0123456789abcdef")
+
+
+class Subclassed(JsonPlusSerializer):
+    """A serializer of the user's own: the saver cannot know what it does with values."""
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        kind, data = super().dumps_typed(obj)
+        return f"own-{kind}", data[::-1]
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        return super().loads_typed((data[0].removeprefix("own-"), data[1][::-1]))
+
+
+def test_only_the_stock_serializer_itself_is_stock() -> None:
+    assert _codec.stock(SERDE) and _codec.stock(JsonPlusSerializer(pickle_fallback=True))
+    assert not _codec.stock(ENCRYPTED) and not _codec.stock(Subclassed())
+    assert Encoder(SERDE).stock and not Encoder(ENCRYPTED).stock
+
+
 def test_a_list_subclass_and_another_serializer_are_never_plain() -> None:
     class Log(list):  # type: ignore[type-arg]
         pass
 
     assert "plain" not in Encoder(SERDE).channel(Log(["a"]), 1)
-    encrypted = EncryptedSerializer.from_pycryptodome_aes(key=b"0123456789abcdef")
-    for value in (["secret"], {"k": "secret"}, "secret"):
-        stored = Encoder(encrypted).channel(value, 1)
-        assert "plain" not in stored and "secret" not in repr(stored)
-        assert Decoder(encrypted).channel(stored) == value
+    values: list[Any] = [
+        ["secret"],
+        {"secret-key": "secret"},
+        {"secret-key": ["secret"], "secret-other": 7391827364519},
+        "secret",
+        7391827364519,
+        [{"secret-key": "secret"}, "secret"],
+    ]
+    for serde in (ENCRYPTED, Subclassed()):
+        for value in values:
+            stored = Encoder(serde).channel(value, 1)
+            assert "plain" not in stored and "secret" not in repr(stored)
+            assert "7391827364519" not in repr(stored)
+            assert repr(Decoder(serde).channel(stored)) == repr(value)
+
+
+def test_another_serializer_sees_a_dict_whole_and_a_list_item_by_item() -> None:
+    """A dict's keys are the user's as much as its values: it goes through the serde in
+    one piece. A list's items each go through it, whole."""
+    notes = {"secret-key": "secret", "other": [1, {"deep-key": 2}]}
+    stored = Encoder(ENCRYPTED).channel(notes, 3)
+    assert stored.keys() == {"version", "type", "value"} and stored["type"] == "value"
+    assert _codec.load_typed(ENCRYPTED, stored["value"]) == notes
+    log = [notes, "secret"]
+    stored = Encoder(ENCRYPTED).channel(log, 4)
+    assert stored["type"] == "list" and len(stored["items"]) == 2
+    assert [_codec.load_typed(ENCRYPTED, item) for item in stored["items"]] == log
+
+
+def test_a_dict_the_leaking_version_stored_with_another_serializer_still_loads() -> None:
+    """What rewinddb stored for a text-keyed dict before it sent dicts whole through
+    another serializer: its keys as they are, each member through the serde."""
+    members = {"k": "secret", "n": 7, "deep": {"x": [1]}}
+    old = {
+        "version": "5",
+        "type": "dict",
+        "pairs": [[key, dump_item(ENCRYPTED, member)] for key, member in members.items()],
+    }
+    for form in (old, _codec.held(old)):
+        assert Decoder(ENCRYPTED).channel(form) == members
 
 
 def test_another_serializer_sees_every_record() -> None:
-    encrypted = EncryptedSerializer.from_pycryptodome_aes(key=b"0123456789abcdef")
     record = {"source": "loop", "secret": "text"}
-    stored = _codec.dump_record(encrypted, record)
-    assert isinstance(stored, list) and "text" not in repr(stored)
-    assert _codec.load_record(encrypted, stored) == record
+    for serde in (ENCRYPTED, Subclassed()):
+        stored = _codec.dump_record(serde, record)
+        assert isinstance(stored, list) and "text" not in repr(stored)
+        assert "secret" not in repr(stored)
+        assert _codec.load_record(serde, stored) == record
