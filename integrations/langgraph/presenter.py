@@ -11,7 +11,9 @@ What it reads, and why it stays cheap on long threads:
   to the ``messages`` channel. A page reads the events from its oldest parent's on, and
   stops at the first write of a checkpoint newer than its newest step;
 - an interrupt is a ``__interrupt__`` write of a checkpoint, answered by its
-  ``__resume__`` writes; the transcript is the ``messages`` channel as of a version.
+  ``__resume__`` writes; the transcript is the ``messages`` channel as of a version;
+- a write whose value the saver kept as a channel value (a dict of many members: its
+  event names the key and version, ``value_at``) is read there only when it is shown.
 
 ``StepPage.total`` counts steps by LangGraph's step numbers (each checkpoint of a run is
 numbered one more than its parent; a thread starts at -1), so it costs one record; it
@@ -20,10 +22,12 @@ is exact once a page reaches the start of the history.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from dataclasses import field as dataclass_field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -106,10 +110,40 @@ class _Record:
     stored: dict[str, Any]
 
 
+#: What a kept write's value is until it is read (``_Kept``).
+_UNREAD: Any = object()
+
+
+class _Kept:
+    """Where the saver kept a pending write's value instead of in its event: a dict of
+    many members (``KEPT_MEMBERS`` in saver.py) is stored as a channel value, at the key
+    and version the event's ``value_at`` names, on the branch that stored the event (as
+    the saver's ``_kept_write`` reads it). Read when first shown: most writes' values
+    are never shown."""
+
+    __slots__ = ("_blob", "_db", "at", "branch")
+
+    def __init__(self, db: rewinddb.Database, branch: str, at: Any) -> None:
+        self._db, self.branch, self.at = db, branch, at
+        self._blob: Any = _UNREAD
+
+    def blob(self) -> Any:
+        """The stored channel value (``Encoder.channel``'s form), or None when it cannot
+        be read (a damaged ``value_at``, its branch deleted, its history pruned)."""
+        if self._blob is _UNREAD:
+            self._blob = None
+            at = self.at
+            if type(at) is list and len(at) == 2 and type(at[0]) is str and type(at[1]) is int:
+                with contextlib.suppress(rewinddb.RewindError):
+                    self._blob = self._db.at(self.branch).kv.get(at[0], as_of=at[1])
+        return self._blob
+
+
 @dataclass(frozen=True)
 class _Write:
     """One pending write (a ``langgraph.write`` event): which checkpoint it belongs to,
-    the task and node that made it, the channel and the stored value."""
+    the task and node that made it, the channel and the stored value (None when the
+    saver kept it as a channel value: ``kept`` says where; ``_shown`` reads either)."""
 
     sequence: int
     version: int
@@ -118,6 +152,7 @@ class _Write:
     node: str | None
     channel: str
     value: Any
+    kept: _Kept | None = dataclass_field(default=None, compare=False)
 
 
 def _record(entry: HistoryEntry) -> _Record | None:
@@ -156,7 +191,7 @@ def _node(task_path: Any) -> str | None:
     return parts[0] or None
 
 
-def _write(event: Event) -> _Write | None:
+def _write(event: Event, db: rewinddb.Database) -> _Write | None:
     if event.event_type != _names.WRITE_EVENT or not isinstance(event.payload, dict):
         return None
     payload = event.payload
@@ -171,7 +206,21 @@ def _write(event: Event) -> _Write | None:
         _node(payload.get("task_path")),
         channel,
         payload.get("value"),
+        _Kept(db, event.branch, payload["value_at"]) if "value_at" in payload else None,
     )
+
+
+def _shown(write: _Write, memo: dict[Any, Any]) -> tuple[Any, Any]:
+    """(a write's value decoded for display, what it was decoded from): the same object
+    twice when it could not be decoded (another serde's, damaged, a kept value that
+    cannot be read: then its ``value_at``)."""
+    if write.kept is None:
+        return readable(write.value, memo=memo), write.value
+    blob = write.kept.blob()
+    if not isinstance(blob, dict) or blob.get("type") not in ("list", "dict", "value"):
+        stored = write.kept.at if blob is None else blob
+        return stored, stored
+    return _channel_value(blob, memo), blob
 
 
 def _bookkeeping(channel: str) -> bool:
@@ -250,7 +299,7 @@ class LangGraphPresenter(Presenter):
                 return Summary(branch.name, self.name, kind, title, "empty", fork=fork)
             memo: dict[Any, Any] = {}
             length = branch.events if as_of is None else view.events.length(as_of=as_of)
-            recent = self._recent_writes(view, length, as_of)
+            recent = self._recent_writes(db, view, length, as_of)
             own = [write for write in recent if write.checkpoint == head.id]
             status, waiting, failure = self._status(view, head, own, memo, as_of)
             outcome = failure or self._last_answer(view, head, recent, memo, as_of)
@@ -271,12 +320,16 @@ class LangGraphPresenter(Presenter):
         return None
 
     def _recent_writes(
-        self, view: rewinddb.BranchView, length: int, as_of: int | None = None
+        self,
+        db: rewinddb.Database,
+        view: rewinddb.BranchView,
+        length: int,
+        as_of: int | None = None,
     ) -> list[_Write]:
         start = max(length - _RECENT, 0)
         after = start - 1 if start else None
         items = view.events.list(after=after, limit=_RECENT, as_of=as_of)
-        return [write for item in items if (write := _write(item.event)) is not None]
+        return [write for item in items if (write := _write(item.event, db)) is not None]
 
     def _status(
         self,
@@ -293,7 +346,7 @@ class LangGraphPresenter(Presenter):
                 return "interrupted", interrupt.node, None
         for write in own:
             if write.channel == ERROR:
-                error = readable(write.value, memo=memo)
+                error, _ = _shown(write, memo)
                 return "failed", None, error if isinstance(error, str) else as_text(error)
         # Work is left while a trigger or a task channel holds a value: the record holds
         # the triggers (older records left them as keys, as every channel).
@@ -524,11 +577,12 @@ class LangGraphPresenter(Presenter):
         for branch, records in by_branch.items():
             oldest = min(records, key=lambda record: record.version)
             newest = max(records, key=lambda record: record.version)
-            self._read_writes(db.at(branch), oldest, newest.id, grouped)
+            self._read_writes(db, db.at(branch), oldest, newest.id, grouped)
         return grouped
 
     def _read_writes(
         self,
+        db: rewinddb.Database,
         view: rewinddb.BranchView,
         oldest: _Record,
         newest: str | None,
@@ -540,7 +594,7 @@ class LangGraphPresenter(Presenter):
             items = view.events.list(after=after if after >= 0 else None, limit=_CHUNK)
             done = len(items) < _CHUNK
             for item in items:
-                write = _write(item.event)
+                write = _write(item.event, db)
                 if write is None:
                     continue
                 if newest is not None and write.checkpoint > newest:
@@ -610,9 +664,9 @@ class LangGraphPresenter(Presenter):
         return tuple(found)
 
     def _written(self, write: _Write, memo: dict[Any, Any]) -> list[Message]:
-        value = readable(write.value, memo=memo)
-        if value is write.value:  # left as stored: another serde's, or damaged
-            return [undecodable(write.value)]
+        value, stored = _shown(write, memo)
+        if value is stored:  # left as stored: another serde's, or damaged
+            return [undecodable(stored)]
         return [message(item) for item in (value if isinstance(value, list) else [value])]
 
     def _edited(
@@ -675,7 +729,7 @@ class LangGraphPresenter(Presenter):
         answers: list[Any] = []
         for write in own:
             if write.channel == RESUME:
-                value, decoded = _decoded(write.value, memo)
+                value, decoded = _decoded(write, memo)
                 if write.node is None:
                     answers.append(value)
                 else:
@@ -685,7 +739,7 @@ class LangGraphPresenter(Presenter):
         for write in own:
             if write.channel != INTERRUPT:
                 continue
-            value, decoded = _decoded(write.value, memo)
+            value, decoded = _decoded(write, memo)
             items = value if decoded and isinstance(value, list) else [value]
             for index, item in enumerate(items):
                 question, interrupt_id = item, None
@@ -797,7 +851,7 @@ class LangGraphPresenter(Presenter):
                 return
             if inherited is not None and write.checkpoint not in inherited:
                 return
-            value = readable(write.value, memo=memo)
+            value, _ = _shown(write, memo)
             for written in value if isinstance(value, list) else [value]:
                 mid = _id_of(written)
                 if mid is None and isinstance(written, dict):
@@ -815,7 +869,7 @@ class LangGraphPresenter(Presenter):
             after = start - 1 if start else None
             items = view.events.list(as_of=as_of, after=after, limit=end - start)
             for item in reversed(items):
-                consider(_write(item.event))
+                consider(_write(item.event, db))
             budget -= end - start
             end = start
         # The checkpoints the writes made are among as many as were read. (A write is
@@ -832,7 +886,7 @@ class LangGraphPresenter(Presenter):
                 parent = db.at(info.parent)
                 start = parent.events.length(as_of=info.forked_at)
                 for item in parent.events.list(after=start - 1 if start else None, limit=read):
-                    consider(_write(item.event), inherited)
+                    consider(_write(item.event, db), inherited)
         if not found:
             return {}
         made_by = {record.parent: index for index, record in enumerate(records) if record.parent}
@@ -862,7 +916,7 @@ class LangGraphPresenter(Presenter):
         items = view.events.list(as_of=as_of, event_type=_names.WRITE_EVENT, search='"channel":"__')
         grouped: dict[str, list[_Write]] = {}
         for item in items:
-            write = _write(item.event)
+            write = _write(item.event, db)
             if write is not None and write.channel in (INTERRUPT, RESUME):
                 grouped.setdefault(write.checkpoint, []).append(write)
         parsed = _names.parse_branch(branch)
@@ -1011,9 +1065,9 @@ def _with_results(found: Message, results: dict[str | None, str]) -> Message:
     return replace(found, tool_calls=calls)
 
 
-def _decoded(stored: Any, memo: dict[Any, Any]) -> tuple[Any, bool]:
-    """A stored value decoded, and whether it could be (else it is as stored)."""
-    value = readable(stored, memo=memo)
+def _decoded(write: _Write, memo: dict[Any, Any]) -> tuple[Any, bool]:
+    """A write's value decoded, and whether it could be (else it is as stored)."""
+    value, stored = _shown(write, memo)
     return value, value is not stored or not isinstance(stored, (str, list))
 
 

@@ -7,19 +7,21 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import re
 import subprocess
 import sys
-from html import escape
+from html import escape, unescape
 from pathlib import Path
 from typing import Any
 
 import pytest
 from chat_graphs import State, Trail, chat_graph, thread
+from fastapi.testclient import TestClient
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command, interrupt
 from react_run import EXAMPLE, ReactRun, example, record_react_run
 
@@ -28,6 +30,9 @@ from rewinddb import presenters, rendering, story
 from rewinddb.integrations.langgraph import RewindSaver
 from rewinddb.integrations.langgraph.presenter import LangGraphPresenter
 from rewinddb.integrations.langgraph.saver import KEPT_MEMBERS
+from rewinddb.notebook import explore
+from rewinddb.web import create_app
+from rewinddb.web.urls import step_url
 
 PRESENTER = LangGraphPresenter()
 BOOKING = "Book the hotel in Lisbon for 3 nights."  # the turn that asks for approval
@@ -549,3 +554,57 @@ def test_a_dict_answer_is_the_answer_itself(db: rewinddb.Database) -> None:
     key is one (32 hex digits); any other dict is the answer itself."""
     _, interrupt = _answered(db, _reviewed_thread(db, {"approved": True}))
     assert (interrupt.resumed, interrupt.resume) == (True, {"approved": True})
+
+
+def test_an_answer_the_saver_kept_as_a_channel_value_is_shown(db: rewinddb.Database) -> None:
+    """A form of many fields: the null task's write is stored as a channel value, its
+    event naming where (``value_at``); the step, the web page and the widget show it."""
+    branch = _reviewed_thread(db, FORM)
+    payloads = [item.event.payload for item in db.at(branch).events.list()]
+    (kept,) = [p for p in payloads if "value_at" in p]
+    assert (kept["channel"], kept["task_path"], "value" in kept) == ("__resume__", "", False)
+    asked, interrupt = _answered(db, branch)
+    assert (interrupt.resumed, interrupt.resume) == (True, FORM)
+    assert PRESENTER.step(db, branch, asked.version).interrupts == (interrupt,)
+    shown = '"field 00":"answer 0"'
+    with TestClient(create_app(db.path), base_url="http://localhost") as client:
+        page = client.get(step_url(branch, asked.version)).text
+        card = page[page.index('class="approval') :]
+        card = unescape(re.sub(r"<[^>]+>", " ", card[: card.index("</li>")]))
+        assert "answered {" + shown in " ".join(card.split())
+    explorer = explore(db, branch=branch)
+    try:
+        panel = explorer.step_panel.value
+        card = panel[panel.index('data-kind="approval"') :]
+        card = unescape(re.sub(r"<[^>]+>", " ", card[: card.index("</div></div>")]))
+        assert "answered {" + shown in " ".join(card.split())
+    finally:
+        explorer.close()
+
+
+def test_a_message_the_saver_kept_as_a_channel_value_is_read(db: rewinddb.Database) -> None:
+    """A node that returns one message as a dict of many fields: its write is kept as a
+    channel value, and its step still shows what it said."""
+    reply = {"role": "ai", "content": "Here is the form", "id": "form-1"}
+    reply |= {f"meta_{n:02}": n for n in range(KEPT_MEMBERS)}
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", lambda state: {"messages": reply})
+    builder.add_edge(START, "agent")
+    graph = builder.compile(checkpointer=RewindSaver(db))
+    graph.invoke({"messages": [HumanMessage("the form?", id="asked")]}, thread("kept"))
+    payloads = [item.event.payload for item in db.at("lg/kept").events.list()]
+    assert [p["channel"] for p in payloads if "value_at" in p] == ["messages"]
+    agent = PRESENTER.steps(db, "lg/kept").steps[-1]
+    assert agent.label == "agent"
+    assert [(m.role, m.text, m.id) for m in agent.messages] == [
+        ("ai", "Here is the form", "form-1")
+    ]
+    # One that cannot be read (nothing there, a damaged place) is undecodable, not raised.
+    for at in (["write/nothing/0", agent.version], "not a place"):
+        db.at("lg/kept").events.append(
+            "langgraph.write",
+            {"checkpoint_id": agent.id, "task_id": "t", "task_path": "~__pregel_pull, agent"}
+            | {"idx": 0, "channel": "messages", "value_at": at},
+        )
+    summary = PRESENTER.summary(db, db.branches.get("lg/kept"))
+    assert (summary.status, summary.outcome) == ("finished", "Here is the form")
