@@ -163,7 +163,9 @@ class Summary:
 class StepPage:
     """Up to ``limit`` steps before (or after) a cursor, oldest first; ``older`` is the
     cursor (a version) of the page before, or None when this page reaches the start, and
-    ``newer`` the cursor of the page after, or None when it reaches the newest step."""
+    ``newer`` the cursor of the page after, or None when it reaches the newest step. An
+    empty page read with ``before`` (nothing there before its cursor) has a ``newer``
+    too when steps follow it: where it was read from."""
 
     steps: tuple[Step, ...]
     older: int | None
@@ -273,6 +275,11 @@ class Presenter(Decoder):
             ]
             older = page[-1].version if first else None
             newer = page[0].version if page and first + len(page) < total else None
+            if not page and before is not None:
+                # No step between the cursors: the steps after this page, if any, begin
+                # where it was read from (``after=newer`` reads them).
+                cursor = max(before - 1, after or 0)
+                newer = cursor if view.commits(after=cursor, limit=1) else None
             return StepPage(tuple(steps), older, total, newer)
 
     def step(self, db: Database, branch: str, version: int) -> Step:

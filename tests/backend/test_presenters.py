@@ -151,6 +151,32 @@ def test_generic_presenter_describes_an_attempt(db: rewinddb.Database) -> None:
     assert presenter.transcript(db, "run") is None
 
 
+def test_a_page_with_no_steps_before_its_cursor_points_at_the_newer_ones(
+    db: rewinddb.Database,
+) -> None:
+    """A page read with ``before=`` at or below the first step, or between two cursors
+    that hold no step, is empty; ``newer`` still says where the steps after it begin
+    (``after=newer`` reads them), and is None only when there are none."""
+    attempt(db)  # run's steps: versions 1 (inherited), 3, 4, 5
+    presenter = presenters.generic()
+    steps = presenter.steps(db, "run").steps
+    for before in (0, 1):
+        page = presenter.steps(db, "run", before=before, limit=2)
+        assert (page.steps, page.older, page.total) == ((), None, 4)
+        assert page.newer is not None, before
+        assert presenter.steps(db, "run", after=page.newer, limit=2).steps == steps[:2]
+    between = presenter.steps(db, "run", after=1, before=3)  # version 2 is default's only
+    assert between.steps == () and between.newer is not None
+    assert presenter.steps(db, "run", after=between.newer, limit=2).steps == steps[1:3]
+    assert presenter.steps(db, "run", after=5, before=9).newer is None  # nothing after 5
+    assert presenter.steps(db, "run", after=5).newer is None
+    # The newest page, and a page that reaches it, have nothing newer.
+    assert presenter.steps(db, "run", before=9).newer is None
+    assert presenter.steps(db, "run", before=5, limit=9).newer == 4
+    db.branches.fork("default", "empty", at=0)
+    assert presenter.steps(db, "empty", before=1).newer is None
+
+
 def test_steps_inherited_from_a_deleted_ancestor_still_list(db: rewinddb.Database) -> None:
     attempt(db)
     db.branches.fork("run", "retry", at=4)
