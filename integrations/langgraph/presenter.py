@@ -482,6 +482,11 @@ class LangGraphPresenter(Presenter):
                 if page and head is not None and head.version > page[-1].version
                 else None
             )
+            if not page and before is not None and head is not None:
+                # No step between the cursors: those after this page begin where it was
+                # read from (``after=newer`` reads them), as the generic presenter says.
+                cursor = max(before - 1, after or 0)
+                later = cursor if head.version > cursor else None
             return StepPage(tuple(steps), older, total, later)
 
     def _page(

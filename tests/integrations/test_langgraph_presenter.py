@@ -608,3 +608,16 @@ def test_a_message_the_saver_kept_as_a_channel_value_is_read(db: rewinddb.Databa
         )
     summary = PRESENTER.summary(db, db.branches.get("lg/kept"))
     assert (summary.status, summary.outcome) == ("finished", "Here is the form")
+
+
+def test_a_page_before_the_first_step_points_at_the_newer_ones(
+    react: ReactRun, react_db: rewinddb.Database
+) -> None:
+    steps = _all_steps(react_db, react.main_branch)
+    for before in (0, steps[0].version):
+        page = PRESENTER.steps(react_db, react.main_branch, before=before, limit=3)
+        assert page.steps == () and page.older is None and page.newer is not None
+        ahead = PRESENTER.steps(react_db, react.main_branch, after=page.newer, limit=3)
+        assert ahead.steps == tuple(steps[:3])
+    past = PRESENTER.steps(react_db, react.main_branch, after=steps[-1].version, before=10**9)
+    assert past.steps == () and past.newer is None
