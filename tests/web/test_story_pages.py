@@ -188,6 +188,8 @@ def test_steps_page_by_page(tmp_path: Path) -> None:
             if before is None:
                 break
         assert versions == sorted(versions) and len(versions) == 120
+        # Before the first step: nothing there, and the steps begin after version 0.
+        assert client.get("/branches/long/steps.json?before=1").json()["newer"] == 0
         # Without htmx the link is a whole page that starts at those steps.
         whole = client.get(older.group(1))
         assert "<html" in whole.text and whole.text.count('class="step-open"') == 50
