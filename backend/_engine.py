@@ -116,14 +116,17 @@ class _Missing:
 MISSING: Any = _Missing()
 
 
-def _after_prefix(prefix: str) -> str:
+def _after_prefix(prefix: str) -> str | None:
     """The least text above every text that starts with ``prefix`` (by code points, as
-    UTF-8 bytes compare)."""
-    last = ord(prefix[-1])
-    if last >= 0x10FFFF:
-        return prefix + "\U0010ffff"  # nothing written sorts past it in practice
+    UTF-8 bytes compare), or None when there is none (``prefix`` is all U+10FFFF). The
+    last character below U+10FFFF is the one that moves: every text above ``prefix``
+    and below it starts with ``prefix``, as nothing sorts past U+10FFFF."""
+    kept = prefix.rstrip("\U0010ffff")
+    if not kept:
+        return None
+    last = ord(kept[-1])
     following = last + 1 if last + 1 != 0xD800 else 0xE000  # no surrogates in UTF-8
-    return prefix[:-1] + chr(following)
+    return kept[:-1] + chr(following)
 
 
 def now_micros() -> int:
@@ -1531,11 +1534,13 @@ class Engine:
         """
         low, high = "", ""
         params: tuple[Any, ...] = (branch_id, space)
+        walk: tuple[Any, ...] = (branch_id, space)
         if prefix and self.conn.dialect == "sqlite":
-            low, high = " AND key >= ?", " AND key < ?"
+            low = " AND key >= ?"
             params = (branch_id, space, prefix)
             after = _after_prefix(prefix)
-        walk = (branch_id, space) if not high else (branch_id, space, after)
+            if after is not None:
+                high, walk = " AND key < ?", (branch_id, space, after)
         return self.conn.fetchall(
             "WITH RECURSIVE k(key) AS ("
             f"SELECT (SELECT min(key) FROM rewind_entries WHERE branch_id = ? AND space = ?{low}) "

@@ -574,6 +574,18 @@ _KEY_TEXT = st.text(
 )
 
 
+def test_kv_keys_by_a_prefix_ending_in_the_last_code_point(db_path: Path) -> None:
+    """U+10FFFF sorts last: the keys past such a prefix still start with it."""
+    top = "\U0010ffff"
+    with rewinddb.open(db_path) as db:
+        db.kv.put_many(
+            {key: 1 for key in (top, top * 2, top * 2 + "a", "a" + top, "a" + top + "b", "b")}
+        )
+        assert db.kv.keys(top) == [top, top * 2, top * 2 + "a"]
+        assert db.kv.keys(top * 2) == [top * 2, top * 2 + "a"]
+        assert db.kv.keys("a" + top) == ["a" + top, "a" + top + "b"]
+
+
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
