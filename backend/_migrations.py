@@ -114,6 +114,33 @@ def _to_schema_9(conn: Migrating) -> None:
     conn.execute("DROP TABLE rewind_commits_8")
 
 
+def _to_schema_10(conn: Migrating) -> None:
+    """On SQLite the events table becomes a rowid table with an index of its key, so an
+    event's payload of up to about 4 KB stays in its page (a WITHOUT ROWID record over
+    about 1 KB takes an overflow page of its own): the table is rebuilt, its rows in
+    their order. PostgreSQL keeps its table as it is."""
+    if conn.dialect != "sqlite":
+        return
+    row = conn.fetchone(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'rewind_events'"
+    )
+    if row is None or "WITHOUT ROWID" not in str(row[0]).upper():
+        return
+    conn.execute("ALTER TABLE rewind_events RENAME TO rewind_events_9")
+    for index in ("ix_rewind_events_version", "ix_rewind_events_origin"):
+        conn.execute(f"DROP INDEX IF EXISTS {index}")  # their names are taken again
+    conn.create_missing()
+    columns = (
+        "branch_id, sequence, version, event_type, payload, ts, hash, origin_branch_id, "
+        "origin_sequence"
+    )
+    conn.execute(
+        f"INSERT INTO rewind_events ({columns}) SELECT {columns} FROM rewind_events_9 "
+        "ORDER BY branch_id, sequence"
+    )
+    conn.execute("DROP TABLE rewind_events_9")
+
+
 #: schema version N -> the migration from N-1 to N. Schema 1 is the first released one.
 MIGRATIONS: dict[int, Migration] = {
     2: _to_schema_2,
@@ -124,6 +151,7 @@ MIGRATIONS: dict[int, Migration] = {
     7: _to_schema_7,
     8: _to_schema_8,
     9: _to_schema_9,
+    10: _to_schema_10,
 }
 
 
@@ -133,8 +161,9 @@ MIGRATIONS: dict[int, Migration] = {
 #: schema 6's hashes are read only by ``verify()``, which asks for the migration; schema 7
 #: only lets newer values be written; schema 8's hashes are read only by ``verify()``, and
 #: a database without its horizons table has had no history pruned (``Engine.horizon``);
-#: schema 9 only changes how SQLite stores the commits' key (PostgreSQL: nothing).
-_WRITERS_ONLY = {"sqlite": {2, 3, 4, 5, 6, 7, 8, 9}, "postgresql": {5, 6, 7, 8, 9}}
+#: schemas 9 and 10 only change how SQLite stores the commits' key and the events
+#: (PostgreSQL: nothing).
+_WRITERS_ONLY = {"sqlite": {2, 3, 4, 5, 6, 7, 8, 9, 10}, "postgresql": {5, 6, 7, 8, 9, 10}}
 
 
 def stored_version(conn: Migrating) -> int:

@@ -5,6 +5,10 @@ through the branch's lineage (its own rows, then its parent's up to the fork poi
 
 Tables whose rows are found by their key are declared WITHOUT ROWID on SQLite, so the
 primary key is the table (one b-tree fewer to write per commit); other backends ignore it.
+The events table is the exception: its payloads (a LangGraph pending write, a tool's
+result) are often 1-4 KB, and a WITHOUT ROWID record over about 1 KB spills onto an
+overflow page of its own, mostly empty; a rowid table keeps a record of up to about 4 KB
+in its page, at the price of its key's index.
 
 - ``commits``: one row per version on the DB-wide clock. A merge commit names its second
   parent in ``merge_branch_id``/``merge_version``.
@@ -26,12 +30,14 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Column, Index, Integer, LargeBinary, text
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 """1: the first schema. 2: versions, sequences and ids are 64-bit on PostgreSQL too
 (SQLite's INTEGER always was). 3: PostgreSQL's write routines, 4: its read routine,
 5: cheaper routines (``_pg_routines``), 6: each commit's hash (``_commit_hash``), 7:
 shared objects, 8: each branch's own hash chain over digests of its rows, so rows can
-be erased and history pruned (``rewind_horizons``); see ``_migrations``."""
+be erased and history pruned (``rewind_horizons``), 9: on SQLite a commit's version is
+the commits table's rowid, 10: on SQLite the events table has a rowid (payloads of a
+few KB stay in their page); see ``_migrations``."""
 
 
 _WITHOUT_ROWID = {"sqlite_with_rowid": False}
@@ -163,7 +169,6 @@ class EventRow(SQLModel, table=True):
             sqlite_where=text("origin_branch_id IS NOT NULL"),
             postgresql_where=text("origin_branch_id IS NOT NULL"),
         ),
-        _WITHOUT_ROWID,
     )
 
     branch_id: int = Field(sa_column=_int64(primary_key=True, autoincrement=False))

@@ -218,3 +218,82 @@ def test_schema_9_makes_the_commits_version_sqlites_rowid(db_path: Path) -> None
         assert db.kv.get("k", as_of=rows[-1][0]) == 1
     indexes, after = _commit_key(db_path)
     assert indexes == ["ix_rewind_commits_merges"] and after[: len(rows)] == rows
+
+
+def _make_schema_9_events(path: Path) -> None:
+    """Give a new SQLite database schema 9's events table back: WITHOUT ROWID, its key the
+    table."""
+    conn = sqlite3.connect(path / "rewind.sqlite3", isolation_level=None)
+    try:
+        (sql,) = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'rewind_events'"
+        ).fetchone()
+        assert "WITHOUT ROWID" not in sql.upper()
+        indexes = [
+            row[0]
+            for row in conn.execute(
+                "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'rewind_events' "
+                "AND sql IS NOT NULL"
+            )
+        ]
+        conn.execute("BEGIN")
+        conn.execute(sql.replace("rewind_events", "rewind_events_old", 1) + " WITHOUT ROWID")
+        conn.execute("INSERT INTO rewind_events_old SELECT * FROM rewind_events")
+        conn.execute("DROP TABLE rewind_events")
+        conn.execute("ALTER TABLE rewind_events_old RENAME TO rewind_events")
+        for index in indexes:
+            conn.execute(index)
+        conn.execute("UPDATE rewind_meta SET value = '9' WHERE key = 'schema_version'")
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def _event_layout(path: Path) -> tuple[bool, list[Any], list[Any]]:
+    """(whether the events table is WITHOUT ROWID, its indexes, its rows) as raw SQLite
+    sees them."""
+    conn = sqlite3.connect(path / "rewind.sqlite3")
+    try:
+        (sql,) = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'rewind_events'"
+        ).fetchone()
+        indexes = sorted(row[1] for row in conn.execute("PRAGMA index_list('rewind_events')"))
+        rows = conn.execute("SELECT * FROM rewind_events ORDER BY branch_id, sequence").fetchall()
+        return "WITHOUT ROWID" in sql.upper(), indexes, rows
+    finally:
+        conn.close()
+
+
+def test_schema_10_gives_sqlites_events_table_a_rowid(db_path: Path) -> None:
+    big = {"result": "x" * 3000}  # a payload that took an overflow page of its own
+    with rewinddb.open(db_path) as db:
+        db.events.append("tool", big)
+        db.branches.fork("default", "run")
+        db.at("run").events.append("step", {"n": 1})
+        db.branches.merge("run", "default", events="append")  # carried: its origin indexed
+        db.events.append("tool", {"n": 2})
+    without_rowid, indexes, rows = _event_layout(db_path)
+    assert not without_rowid and len(rows) == 4 and rows[1][7] == 2  # (the carried one)
+    assert indexes == [
+        "ix_rewind_events_origin",
+        "ix_rewind_events_version",
+        "sqlite_autoindex_rewind_events_1",
+    ]
+    _make_schema_9_events(db_path)
+    assert _event_layout(db_path) == (True, indexes, rows)
+    with rewinddb.open(db_path, readonly=True) as db:  # read as it is
+        assert db._engine.conn.schema_migrated == (9, 9)
+        assert db.events.list()[0].event.payload == big
+    with rewinddb.open(db_path) as db:
+        assert db._engine.conn.schema_migrated == (9, _schema.SCHEMA_VERSION)
+        assert db.verify().ok and db.events.verify()
+        assert db.events.length() == 3 and db.at("run").events.length() == 2
+        db.events.append("tool", {"n": 3}, expected_index=3)
+        assert db.events.verify() and db.verify().ok
+    without_rowid, indexes, after = _event_layout(db_path)
+    assert not without_rowid and set(rows) < set(after) and len(after) == 5
+    assert indexes == [
+        "ix_rewind_events_origin",
+        "ix_rewind_events_version",
+        "sqlite_autoindex_rewind_events_1",
+    ]
