@@ -239,9 +239,12 @@ def _space_changes(
 
     Entries whose stored forms (kind, body, refs) are the same hold the same value and
     are skipped undecoded; so are keys with no value at either point. The values of
-    the rest are decoded together (``Engine.decode_many``).
+    the rest are decoded together (``Engine.decode_many``). An entry of a kind that is
+    none of rewinddb's is ``corrupt.entries`` (``_diff_reads.bad_kind``), whichever
+    point reads it: decoded, it would pass for JSON.
     """
     changes: list[Change] = []
+    value_kinds, no_value = _diff_reads.VALUE_KINDS, NO_VALUE
     for start in range(0, len(keys), _KEYS_PER_READ):
         chunk = keys[start : start + _KEYS_PER_READ]
         found_a = engine.read_entries(*point_a, space, chunk).get
@@ -250,9 +253,13 @@ def _space_changes(
         forms: list[tuple[int, bytes | None, bytes | None] | None] = []
         for key in chunk:
             row_a, row_b = found_a(key), found_b(key)
-            if row_a is not None and row_a[0] in NO_VALUE:
+            if row_a is not None and row_a[0] not in value_kinds:
+                if row_a[0] not in no_value:
+                    raise _diff_reads.bad_kind(engine, space, key, row_a)
                 row_a = None
-            if row_b is not None and row_b[0] in NO_VALUE:
+            if row_b is not None and row_b[0] not in value_kinds:
+                if row_b[0] not in no_value:
+                    raise _diff_reads.bad_kind(engine, space, key, row_b)
                 row_b = None
             if row_a is None:
                 if row_b is None:

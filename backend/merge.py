@@ -232,11 +232,6 @@ def _same(a: Any, b: Any) -> bool:
 _KEYS_PER_READ = 500
 
 
-def _stored(row: EntryRow | None) -> tuple[int, bytes | None, bytes | None] | None:
-    """The stored form (kind, body, refs) of an entry; None where there is no value."""
-    return None if row is None or row[0] in NO_VALUE else row[:3]
-
-
 #: The target's changes since the merge base are listed when they are at most this many
 #: keys, or four times the keys the source changed (a listed key costs less than a read
 #: entry); beyond that, the target's entries of the keys the source changed are read.
@@ -334,12 +329,25 @@ def _moved(
     base_point, source_point, target_point = points
     base_rows = engine.read_entries(*base_point, space, keys).get
     source_rows = engine.read_entries(*source_point, space, keys).get
-    no_value = NO_VALUE
+    no_value, plain_kinds = NO_VALUE, _PLAIN_KINDS
     moved = []
     for key in keys:
         source_row, base_row = source_rows(key), base_rows(key)
-        source_form = None if source_row is None or source_row[0] in no_value else source_row[:3]
-        base_form = None if base_row is None or base_row[0] in no_value else base_row[:3]
+        # Each stored form (kind, body, refs), None where there is no value; an entry of
+        # a kind that is none of rewinddb's is damaged: decoded, or copied as stored, it
+        # would pass for JSON.
+        if source_row is not None and source_row[0] in plain_kinds:
+            source_form = source_row[:3]
+        elif source_row is None or source_row[0] in no_value:
+            source_form = None
+        else:
+            raise _diff_reads.bad_kind(engine, space, key, source_row)
+        if base_row is not None and base_row[0] in plain_kinds:
+            base_form = base_row[:3]
+        elif base_row is None or base_row[0] in no_value:
+            base_form = None
+        else:
+            raise _diff_reads.bad_kind(engine, space, key, base_row)
         if source_form != base_form:  # (else one stored value, or none on both sides)
             moved.append((key, base_form, source_form, source_row))
     if not moved:
@@ -350,13 +358,18 @@ def _moved(
         target_keys = [key for key, _, _, _ in moved if key in target_moved]
     target_rows = engine.read_entries(*target_point, space, target_keys) if target_keys else {}
     whole = space != "json"
-    plain_kinds = _PLAIN_KINDS
     found = []
     decoded: list[str] = []
     forms: list[Form | None] = []
     for key, base_form, source_form, source_row in moved:
         if target_moved is None or key in target_moved:
-            target_form = _stored(target_rows.get(key))
+            target_row = target_rows.get(key)
+            if target_row is not None and target_row[0] in plain_kinds:
+                target_form = target_row[:3]
+            elif target_row is None or target_row[0] in no_value:
+                target_form = None
+            else:
+                raise _diff_reads.bad_kind(engine, space, key, target_row)
         else:
             target_form = base_form
         if target_form == source_form:
