@@ -4,7 +4,7 @@ Run from the repository root (the langgraph extra and langgraph-checkpoint-sqlit
 installed)::
 
     .venv/bin/python benchmarks/langgraph_savers.py [--turns 100 1000] [--repeats 3]
-        [--workloads messages strings notes]
+        [--workloads messages strings notes] [--threads 300] [--thread-turns 3]
 
 Each turn is one ``invoke`` that adds about 500 bytes of state:
 
@@ -20,6 +20,11 @@ every saver) while the saver is still open and after it closed. Each figure is t
 over ``--repeats`` runs, the savers taking turns within each repeat. Targets, against
 SqliteSaver in the same run: per turn at most 0.8x, history at most 1.0x, bytes on disk
 (open and closed) at most 0.15x at 100 turns and 0.05x at 1,000.
+
+Then, as most applications hold them, many short threads (``--threads``, default 300, of
+``--thread-turns`` turns each, default 3: one conversation per thread) in one database:
+time per turn and bytes on disk against SqliteSaver, for information (no target: it
+shows the fixed cost of each thread and checkpoint, which a long thread hides).
 
 Each run starts with a full garbage collection, and so does each history listing: the
 process's first full collection walks every object its imports made (about 150,000,
@@ -166,11 +171,76 @@ def run(name: str, workload: Workload, turns: int) -> dict[str, float]:
         }
 
 
+def run_threads(name: str, workload: Workload, threads: int, turns: int) -> dict[str, float]:
+    """``threads`` conversations of ``turns`` turns each, one after another, in one
+    database: the median time per turn and the bytes on disk, open and closed."""
+    gc.collect()
+    with tempfile.TemporaryDirectory() as scratch:
+        with SAVERS[name](Path(scratch)) as saver:
+            graph = workload.build(saver)
+            per_turn = []
+            for thread in range(threads):
+                config = {"configurable": {"thread_id": f"conversation-{thread}"}}
+                for turn in range(turns):
+                    started = time.perf_counter()
+                    graph.invoke(workload.turn_input(turn), config)
+                    per_turn.append(time.perf_counter() - started)
+            open_bytes = disk_bytes(Path(scratch))
+        return {
+            "turn": statistics.median(per_turn),
+            "open": open_bytes,
+            "closed": disk_bytes(Path(scratch)),
+        }
+
+
+def report_threads(args: argparse.Namespace) -> None:
+    """The many-short-threads figures, each saver's median over ``--repeats`` runs."""
+    names = ["SqliteSaver", "RewindSaver"]
+    print(
+        f"\n{args.threads:,} threads of {args.thread_turns} turns in one database "
+        f"(medians of {args.repeats} runs; information, no target)"
+    )
+    print(
+        f"{'workload':9} {'saver':14} {'ms/turn':>8} {'bytes open':>12} {'bytes closed':>13}"
+        f"  {'vs SqliteSaver: per turn, open, closed':>40}"
+    )
+    for workload in args.workloads:
+        runs: dict[str, list[dict[str, float]]] = {name: [] for name in names}
+        for repeat in range(args.repeats):
+            for name in names if repeat % 2 == 0 else reversed(names):
+                runs[name].append(
+                    run_threads(name, WORKLOADS[workload], args.threads, args.thread_turns)
+                )
+        medians = {
+            name: {
+                figure: statistics.median(r[figure] for r in runs[name]) for figure in runs[name][0]
+            }
+            for name in names
+        }
+        theirs = medians["SqliteSaver"]
+        for name in names:
+            ours = medians[name]
+            ratios = ""
+            if name != "SqliteSaver":
+                ratios = (
+                    f"{ours['turn'] / theirs['turn']:>14.2f} {ours['open'] / theirs['open']:>7.2f} "
+                    f"{ours['closed'] / theirs['closed']:>7.2f}"
+                )
+            print(
+                f"{workload:9} {name:14} {ours['turn'] * 1000:>8.2f} {ours['open']:>12,.0f} "
+                f"{ours['closed']:>13,.0f}  {ratios:>40}"
+            )
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--repeats", type=int, default=3, help="runs per saver and N")
     parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
+    parser.add_argument(
+        "--threads", type=int, default=300, help="short threads in one database (0: none)"
+    )
+    parser.add_argument("--thread-turns", type=int, default=3, help="turns of each short thread")
     args = parser.parse_args(argv)
     print(
         f"{'workload':9} {'saver':14} {'N':>5} {'ms/turn first':>14} {'ms/turn last':>13} "
@@ -216,6 +286,8 @@ def main(argv: list[str]) -> int:
                     f"  <= {limit}: {verdict}"
                 )
     print(f"\n{failed} of the targets missed" if failed else "\nevery target met")
+    if args.threads > 0:
+        report_threads(args)
     return 0
 
 

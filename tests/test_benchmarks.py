@@ -78,8 +78,8 @@ SCRIPTS = [
     ),
     Script(
         "langgraph_savers",
-        ("--turns", "5"),
-        ("RewindSaver", "bytes on disk, closed", "strings", "notes"),
+        ("--turns", "5", "--threads", "3", "--thread-turns", "2"),
+        ("RewindSaver", "bytes on disk, closed", "strings", "notes", "3 threads of 2 turns"),
     ),
     Script(
         "retention",
