@@ -225,6 +225,19 @@ def _damages() -> list[Damage]:
     damages += [
         Damage("entries:one-row-deleted", _sql("DELETE FROM rewind_entries WHERE key = 'doc'")),
         Damage("entries:kind=7", _sql("UPDATE rewind_entries SET kind = 7")),
+        # One row edited (run-2's only entry of 'c', which its diffs read), so that no
+        # other row's damage is what fails the calls.
+        *(
+            Damage(f"entries:one-{name}", _sql(f"UPDATE rewind_entries SET {edit} WHERE key = 'c'"))
+            for name, edit in (
+                ("kind=9", "kind = 9"),
+                ("kind=bytes", "kind = x'01'"),
+                ("space=zz", "space = 'zz'"),
+                ("key-with-nul", "key = 'c' || char(0) || 'x'"),
+                ("key-empty", "key = ''"),
+                ("version=text", "version = 'v'"),
+            )
+        ),
         Damage(
             "seq_items:one-item-deleted",
             _sql("DELETE FROM rewind_seq_items WHERE idx = 3"),
@@ -316,6 +329,14 @@ EXPECTED = {
     "commits.ts=null": "corrupt.commits",
     "entries.body=bytes": "corrupt.entries",
     "entries:kind=7": "corrupt.entries",
+    "entries.space=text": "corrupt.entries",
+    "entries.space=integer": "corrupt.entries",
+    **{
+        f"entries:one-{name}": "corrupt.entries"
+        for name in ("kind=9", "kind=bytes", "space=zz", "key-with-nul", "key-empty")
+    },
+    # Left out of every read (text sorts above every version); verify says so.
+    "entries:one-version=text": "corrupt.entries",
     "seqs:base-is-self": "corrupt.seqs",
     "seqs:base-cycle": "corrupt.seqs",
     "seq_items:one-item-deleted": "corrupt.seq_items",
@@ -338,6 +359,17 @@ EXPECTED = {
     **{f"file:{name}": "invalid.database" for name in ("zero-bytes", "other-app", "text")},
 }
 
+#: Damages the diff from default to run-2 (the API's and the CLI's), which reads the edited
+#: row, must answer with this code: a kind, space or key rewinddb never writes is refused
+#: where the diff meets it (it was reported as an ordinary change, or silently left out);
+#: a text version is below no version, so no read sees the row, the diff neither.
+DIFF_EXPECTED = {
+    **{
+        f"entries:one-{name}": "corrupt.entries"
+        for name in ("kind=9", "kind=bytes", "space=zz", "key-with-nul", "key-empty")
+    },
+    "entries:one-version=text": "ok",
+}
 
 # -- every public read -----------------------------------------------------------------
 
@@ -574,6 +606,9 @@ def test_damaged_copy_raises_only_rewind_errors(base: Path, tmp_path: Path, dama
     assert not outcome.raw, "\n".join(outcome.raw)
     if damage.name in EXPECTED:
         assert EXPECTED[damage.name] in outcome.codes.values(), outcome.codes
+    if damage.name in DIFF_EXPECTED:
+        for label in ("diff(default, run-2)", "cli diff default run-2"):
+            assert outcome.codes[label] == DIFF_EXPECTED[damage.name], (label, outcome.codes)
 
 
 @pytest.mark.parametrize("kind", ["zero-bytes", "empty-sqlite", "other-app"])
