@@ -74,6 +74,7 @@ _ROWS = (
     ("rewind_entries", "kind IN (0, 1) AND body IS NULL", "a value without a body"),
     ("rewind_entries", "kind <> 0 AND refs IS NOT NULL", "shared arrays in a non-JSON value"),
     ("rewind_entries", "kind = 3 AND body IS NULL", "an erased value without its digest"),
+    ("rewind_entries", "key = ''", "an entry with an empty key"),
     (
         "rewind_commits",
         "(merge_branch_id IS NULL) <> (merge_version IS NULL)",
@@ -303,8 +304,18 @@ def _ranges(conn: Any) -> tuple[str, str] | None:
     return None
 
 
+#: ``_ROWS`` a SQLite file alone can hold (PostgreSQL's text holds no NUL).
+_SQLITE_ROWS = (
+    (
+        "rewind_entries",
+        "instr(CAST(key AS BLOB), x'00') > 0",  # (text functions stop at a NUL)
+        "an entry whose key holds a NUL",
+    ),
+)
+
+
 def _rows(conn: Any) -> tuple[str, str] | None:
-    for table, condition, what in _ROWS:
+    for table, condition, what in _ROWS + (_SQLITE_ROWS if conn.dialect == "sqlite" else ()):
         if _first(conn, f"SELECT 1 FROM {table} WHERE {condition} LIMIT 1") is not None:
             return table, f"{table} holds {what}"
     return None

@@ -321,3 +321,27 @@ def test_a_version_that_is_not_a_number_is_left_out_by_every_read_and_verify_say
         receipt = db.branches.merge("b", "default")
         assert "k1" not in receipt.keys_applied and "k2" in receipt.keys_applied
         assert db.kv.get("k1") == inherited
+
+
+# -- what ``diagnose`` looks for ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("assignment", ["key = ''", "key = key || char(0) || 'x'"])
+def test_diagnose_names_an_entry_key_rewinddb_never_writes(
+    db_target: str | Path, assignment: str
+) -> None:
+    """When a call fails on such a row, the guard's look over the rows finds it (and a
+    sound file's failure goes on as it was)."""
+    from rewinddb._damage import diagnose
+
+    if "char(0)" in assignment:
+        _sqlite_only(db_target)
+    _build(db_target)
+    failure = ValueError("a failure")
+    with rewinddb.open(db_target) as db:
+        assert diagnose(db._engine, failure) is failure
+    _edit(db_target, f"UPDATE rewind_entries SET {assignment} WHERE {ROWS[B_K1]}")
+    with rewinddb.open(db_target) as db:
+        found = diagnose(db._engine, failure)
+    assert isinstance(found, CorruptDatabaseError) and found.code == "corrupt.entries"
+    assert "key" in str(found)
