@@ -1159,11 +1159,22 @@ class Engine:
         self.memory.put_many("entry", kept)
 
     def decode(self, kind: int, body: bytes | None, refs: bytes | None) -> Any:
-        if kind in NO_VALUE:
-            return MISSING
+        """The value of a stored form (``MISSING`` for a deletion or an erased value); a
+        kind that is none of rewinddb's is damage, never read as JSON."""
+        if kind == KIND_JSON:
+            return self.arrays.decode(bytes(body or b"null"), None if refs is None else bytes(refs))
         if kind == KIND_BYTES:
             return bytes(body or b"")
-        return self.arrays.decode(bytes(body or b"null"), None if refs is None else bytes(refs))
+        if kind in NO_VALUE:
+            return MISSING
+        raise CorruptDatabaseError(
+            f"{self.conn.location} is damaged: rewind_entries.kind holds {kind!r}, none of "
+            "rewinddb's (0 JSON, 1 bytes, 2 deleted, 3 erased): the row was edited by another "
+            "program; restore the file from a copy, or export what still reads into a new "
+            "database",
+            code="corrupt.entries",
+            table="rewind_entries",
+        )
 
     def decode_many(self, forms: list[tuple[int, bytes | None, bytes | None] | None]) -> list[Any]:
         """The values of stored forms (``(kind, body, refs)``; None: ``MISSING``), in

@@ -144,11 +144,6 @@ def test_an_unknown_kind_fails_diffs_and_merges(
     assert all("rewind_entries.kind" in message for message in messages), messages
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Engine.decode (backend/_engine.py) still decodes an unknown kind as JSON; "
-    "remove this mark with the change that makes it raise corrupt.entries",
-)
 @pytest.mark.parametrize("where", ["b's k1", "b's deletion"])
 def test_an_unknown_kind_fails_the_reads_of_its_key(db_path: Path, where: str) -> None:
     """The reads of one key's value (``kv.get``, ``kv.items``, its history, a snapshot)
