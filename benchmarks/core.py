@@ -24,7 +24,8 @@ The figures:
 5. single-write commits per second against raw SQLite single-insert commits, for
    ``durability="normal"`` and ``"full"`` with the same journal mode and synchronous;
 6. ``events.append`` per second, and an ``as_of`` read on a branch ten forks deep;
-7. the event-log protocol: appends with ``expected_index``, ``events.verify()``;
+7. the event-log protocol: appends with ``expected_index``, ``events.verify()``; and
+   ``db.verify()`` of one branch of many small commits (a LangGraph saver's index);
 8. ``db.diff`` of two branches that differ in 1,000 of 10,000 keys and in 10 of 1,000,000,
    against DoltLite's ``dolt_diff_<table>`` and StrataDB 1.2.7's ``branches.diff`` when
    they are installed (``pip install doltlite stratadb==1.2.7``; each runs in a worker
@@ -125,6 +126,7 @@ class Sizes:
     full_commits: int = 500  # single commits per repetition, durability="full"
     depth: int = 10  # forks between default and the deep branch
     verify_events: int = 100_000  # events in the log that verify() checks
+    verify_commits: int = 2_000  # commits of 10 new keys each that db.verify() checks
     diff_keys: int = 10_000  # keys on default for the diff
     diff_changed: int = 1_000  # of which the branch changes
     diff_big_keys: int = 1_000_000  # keys on default for the diff of a large state
@@ -151,6 +153,7 @@ QUICK_RUN = Sizes(
     commits=200,
     full_commits=40,
     verify_events=10_000,
+    verify_commits=200,
     diff_keys=2_000,
     diff_changed=200,
     diff_big_keys=20_000,
@@ -682,6 +685,28 @@ def verify_time(directory: Path, events: int) -> float:
         db.close()
 
 
+def db_verify_time(directory: Path, commits: int) -> float:
+    """Seconds for db.verify() of one branch of ``commits`` commits of 10 new keys each
+    (the shape of an index a LangGraph saver keeps: one branch, many small commits)."""
+    db = rewinddb.open(directory)
+    try:
+        for commit in range(commits):
+            db.kv.put_many(
+                {f"key-{commit}-{i}": {"n": i, "text": "payload " * 8} for i in range(10)}
+            )
+        report = None
+
+        def verify() -> None:
+            nonlocal report
+            report = db.verify()
+
+        seconds = statistics.median(timed(verify) for _ in range(3))
+        expect(report.ok if report else None, True, "db.verify()")
+        return seconds
+    finally:
+        db.close()
+
+
 def measure_event_log(sizes: Sizes, report: Report) -> None:
     checked, plain = repeated(
         sizes.repeats,
@@ -690,7 +715,9 @@ def measure_event_log(sizes: Sizes, report: Report) -> None:
     )
     with scratch() as directory:
         seconds = verify_time(directory, sizes.verify_events)
-    report.section("7. the event-log protocol")
+    with scratch() as directory:
+        whole = db_verify_time(directory, sizes.verify_commits)
+    report.section("7. the event-log protocol, and db.verify()")
     report.add(
         Row(
             f"events.append with expected_index, {sizes.commits:,} appends (vs without)",
@@ -705,6 +732,15 @@ def measure_event_log(sizes: Sizes, report: Report) -> None:
             ms(seconds),
             target=Target("<", 2.0, "< 2 s"),
             checked=seconds,
+        )
+    )
+    report.add(
+        Row(
+            f"db.verify() of {sizes.verify_commits:,} commits of 10 keys on one branch "
+            "(median of 3)",
+            ms(whole),
+            target=Target("<", 1.0, "< 1 s"),
+            checked=whole,
         )
     )
 
