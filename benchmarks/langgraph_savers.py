@@ -5,6 +5,7 @@ installed)::
 
     .venv/bin/python benchmarks/langgraph_savers.py [--turns 100 1000] [--repeats 3]
         [--workloads messages strings notes] [--threads 300] [--thread-turns 3]
+        [--serde stock|encrypted]
 
 Each turn is one ``invoke`` that adds about 500 bytes of state:
 
@@ -25,6 +26,11 @@ Then, as most applications hold them, many short threads (``--threads``, default
 ``--thread-turns`` turns each, default 3: one conversation per thread) in one database:
 time per turn and bytes on disk against SqliteSaver, for information (no target: it
 shows the fixed cost of each thread and checkpoint, which a long thread hides).
+
+``--serde encrypted`` gives every saver (SqliteSaver and InMemorySaver included) the same
+``EncryptedSerializer.from_pycryptodome_aes(key=...)`` (AES with a fixed test key), to
+show what encryption costs each; the default, ``stock``, gives each its own stock
+serializer. The targets are the same either way.
 
 Each run starts with a full garbage collection, and so does each history listing: the
 process's first full collection walks every object its imports made (about 150,000,
@@ -49,6 +55,8 @@ from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
@@ -56,6 +64,24 @@ from langgraph.graph.message import add_messages
 from rewinddb.integrations.langgraph import RewindSaver
 
 TEXT = "lorem ipsum dolor sit amet " * 18  # ~490 characters
+
+#: The AES key of ``--serde encrypted`` (a benchmark's, not a secret).
+KEY = b"rewinddb-bench-k"
+
+
+def stock_serde() -> SerializerProtocol | None:
+    return None  # each saver's own default
+
+
+def encrypted_serde() -> SerializerProtocol | None:
+    return EncryptedSerializer.from_pycryptodome_aes(key=KEY)
+
+
+#: ``--serde``: what each saver is given (a new one per saver).
+SERDES: dict[str, Callable[[], SerializerProtocol | None]] = {
+    "stock": stock_serde,
+    "encrypted": encrypted_serde,
+}
 
 
 class Chat(TypedDict):
@@ -115,23 +141,23 @@ WORKLOADS = {
 
 
 @contextmanager
-def sqlite_saver(directory: Path) -> Iterator[Any]:
+def sqlite_saver(directory: Path, serde: SerializerProtocol | None) -> Iterator[Any]:
     conn = sqlite3.connect(directory / "langgraph.sqlite", check_same_thread=False)
     try:
-        yield SqliteSaver(conn)
+        yield SqliteSaver(conn, serde=serde)
     finally:
         conn.close()
 
 
 @contextmanager
-def rewind_saver(directory: Path) -> Iterator[Any]:
-    with RewindSaver.from_path(directory / "agent") as saver:
+def rewind_saver(directory: Path, serde: SerializerProtocol | None) -> Iterator[Any]:
+    with RewindSaver.from_path(directory / "agent", serde=serde) as saver:
         yield saver
 
 
 @contextmanager
-def memory_saver(directory: Path) -> Iterator[Any]:
-    yield InMemorySaver()
+def memory_saver(directory: Path, serde: SerializerProtocol | None) -> Iterator[Any]:
+    yield InMemorySaver(serde=serde)
 
 
 SAVERS = {"SqliteSaver": sqlite_saver, "InMemorySaver": memory_saver, "RewindSaver": rewind_saver}
@@ -142,10 +168,10 @@ def disk_bytes(directory: Path) -> int:
     return sum(path.stat().st_size for path in directory.rglob("*") if path.is_file())
 
 
-def run(name: str, workload: Workload, turns: int) -> dict[str, float]:
+def run(name: str, workload: Workload, turns: int, serde: str = "stock") -> dict[str, float]:
     gc.collect()
     with tempfile.TemporaryDirectory() as scratch:
-        with SAVERS[name](Path(scratch)) as saver:
+        with SAVERS[name](Path(scratch), SERDES[serde]()) as saver:
             graph = workload.build(saver)
             config = {"configurable": {"thread_id": "chat"}}
             per_turn = []
@@ -171,12 +197,14 @@ def run(name: str, workload: Workload, turns: int) -> dict[str, float]:
         }
 
 
-def run_threads(name: str, workload: Workload, threads: int, turns: int) -> dict[str, float]:
+def run_threads(
+    name: str, workload: Workload, threads: int, turns: int, serde: str = "stock"
+) -> dict[str, float]:
     """``threads`` conversations of ``turns`` turns each, one after another, in one
     database: the median time per turn and the bytes on disk, open and closed."""
     gc.collect()
     with tempfile.TemporaryDirectory() as scratch:
-        with SAVERS[name](Path(scratch)) as saver:
+        with SAVERS[name](Path(scratch), SERDES[serde]()) as saver:
             graph = workload.build(saver)
             per_turn = []
             for thread in range(threads):
@@ -198,7 +226,7 @@ def report_threads(args: argparse.Namespace) -> None:
     names = ["SqliteSaver", "RewindSaver"]
     print(
         f"\n{args.threads:,} threads of {args.thread_turns} turns in one database "
-        f"(medians of {args.repeats} runs; information, no target)"
+        f"(medians of {args.repeats} runs, serde {args.serde}; information, no target)"
     )
     print(
         f"{'workload':9} {'saver':14} {'ms/turn':>8} {'bytes open':>12} {'bytes closed':>13}"
@@ -209,7 +237,9 @@ def report_threads(args: argparse.Namespace) -> None:
         for repeat in range(args.repeats):
             for name in names if repeat % 2 == 0 else reversed(names):
                 runs[name].append(
-                    run_threads(name, WORKLOADS[workload], args.threads, args.thread_turns)
+                    run_threads(
+                        name, WORKLOADS[workload], args.threads, args.thread_turns, args.serde
+                    )
                 )
         medians = {
             name: {
@@ -241,7 +271,14 @@ def main(argv: list[str]) -> int:
         "--threads", type=int, default=300, help="short threads in one database (0: none)"
     )
     parser.add_argument("--thread-turns", type=int, default=3, help="turns of each short thread")
+    parser.add_argument(
+        "--serde",
+        choices=list(SERDES),
+        default="stock",
+        help="what every saver is given: its stock serializer, or one EncryptedSerializer (AES)",
+    )
     args = parser.parse_args(argv)
+    print(f"serde: {args.serde}")
     print(
         f"{'workload':9} {'saver':14} {'N':>5} {'ms/turn first':>14} {'ms/turn last':>13} "
         f"{'history ms':>11} {'bytes open':>12} {'bytes closed':>13}"
@@ -254,7 +291,7 @@ def main(argv: list[str]) -> int:
             for repeat in range(args.repeats):
                 names = list(SAVERS)
                 for name in names if repeat % 2 == 0 else reversed(names):
-                    runs[name].append(run(name, WORKLOADS[workload], turns))
+                    runs[name].append(run(name, WORKLOADS[workload], turns, args.serde))
             for name in SAVERS:
                 result = results[(workload, name, turns)] = {
                     figure: statistics.median(r[figure] for r in runs[name])
