@@ -48,7 +48,7 @@ from rewinddb.presenters import (
     short,
 )
 
-from . import _names
+from . import _kept, _names
 from .readable import as_text, is_encoded, message, question_text, readable, said, undecodable
 
 if TYPE_CHECKING:
@@ -117,14 +117,16 @@ _UNREAD: Any = object()
 class _Kept:
     """Where the saver kept a pending write's value instead of in its event: a dict of
     many members (``KEPT_MEMBERS`` in saver.py) is stored as a channel value, at the key
-    and version the event's ``value_at`` names, on the branch that stored the event (as
-    the saver's ``_kept_write`` reads it). Read when first shown: most writes' values
+    and version the event's ``value_at`` names, on the branch that stored the event
+    (read as the saver reads it: ``_kept``). Read when first shown: most writes' values
     are never shown."""
 
-    __slots__ = ("_blob", "_db", "at", "branch")
+    __slots__ = ("_blob", "_db", "_place", "at", "branch")
 
-    def __init__(self, db: rewinddb.Database, branch: str, at: Any) -> None:
-        self._db, self.branch, self.at = db, branch, at
+    def __init__(self, db: rewinddb.Database, branch: str, payload: dict[str, Any]) -> None:
+        self._db, self.branch = db, branch
+        self.at = payload[_kept.VALUE_AT]  # as stored (shown when it cannot be read)
+        self._place = _kept.kept_at(payload)
         self._blob: Any = _UNREAD
 
     def blob(self) -> Any:
@@ -132,10 +134,9 @@ class _Kept:
         be read (a damaged ``value_at``, its branch deleted, its history pruned)."""
         if self._blob is _UNREAD:
             self._blob = None
-            at = self.at
-            if type(at) is list and len(at) == 2 and type(at[0]) is str and type(at[1]) is int:
+            if self._place is not None:
                 with contextlib.suppress(rewinddb.RewindError):
-                    self._blob = self._db.at(self.branch).kv.get(at[0], as_of=at[1])
+                    self._blob = _kept.read_kept(self._db, self.branch, self._place)
         return self._blob
 
 
@@ -206,7 +207,7 @@ def _write(event: Event, db: rewinddb.Database) -> _Write | None:
         _node(payload.get("task_path")),
         channel,
         payload.get("value"),
-        _Kept(db, event.branch, payload["value_at"]) if "value_at" in payload else None,
+        _Kept(db, event.branch, payload) if _kept.kept(payload) else None,
     )
 
 

@@ -28,7 +28,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 import rewinddb
 
-from . import _names
+from . import _kept, _names
 from ._codec import (
     Decoder,
     Encoder,
@@ -254,8 +254,9 @@ class _Listing:
             self._events_from(branch, start)
         for checkpoint_id, entry in entries:
             for payload, stored in self.payloads(entry["branch"], entry["events"], checkpoint_id):
-                if "value_at" in payload:
-                    key, version = payload["value_at"]
+                at = _kept.kept_at(payload)
+                if at is not None:  # (one out of shape: its checkpoint's load says so)
+                    key, version = at
                     kept.setdefault((stored, key), set()).add(version)
         for (branch, key), found in kept.items():
             at = sorted(found)
@@ -503,14 +504,26 @@ class RewindSaver(BaseCheckpointSaver[str]):
         self, branch: str, payload: dict, listing: _Listing | None = None
     ) -> dict | None:
         """The stored value of a pending write kept as a channel value (``value_at``:
-        its key and version on ``branch``, the branch that stored its event), or None
-        for one kept in its event."""
-        if "value_at" not in payload:
+        its key and version on ``branch``, the branch that stored its event, read as
+        ``_kept`` reads it), or None for one kept in its event."""
+        if not _kept.kept(payload):
             return None
-        key, version = payload["value_at"]
-        blob: dict = listing.kept.get((branch, key, version), _UNREAD) if listing else _UNREAD
-        if blob is _UNREAD:
-            blob = self.db.at(branch).kv.get(key, as_of=version)
+        at = _kept.kept_at(payload)
+        blob: Any = None
+        if at is not None:
+            blob = listing.kept.get((branch, *at), _UNREAD) if listing else _UNREAD
+            if blob is _UNREAD:
+                blob = _kept.read_kept(self.db, branch, at)
+        if not isinstance(blob, dict):
+            named = payload[_kept.VALUE_AT]
+            wrong = f"at {named!r}, where nothing is stored" if at else f"as {named!r}"
+            raise rewinddb.CorruptDatabaseError(
+                f"a pending write of checkpoint {payload.get('checkpoint_id')!r} on branch "
+                f"{branch!r} names its value kept {wrong}, not a [key, version] of a "
+                "stored value: the event or that key was edited by something other than "
+                "RewindSaver",
+                code="corrupt.events",
+            )
         return blob
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -791,7 +804,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 if _kept_as_channel(value, self._encoder):
                     key = _names.write_key(channel, idx)
                     version = view.kv.put(key, self._encoder.channel(value, None))
-                    payload["value_at"] = [key, version]
+                    payload[_kept.VALUE_AT] = _kept.place(key, version)
                 else:
                     payload["value"] = dump_typed(self.serde, value)
                 view.events.append(_names.WRITE_EVENT, payload)

@@ -582,20 +582,30 @@ def test_an_answer_the_saver_kept_as_a_channel_value_is_shown(db: rewinddb.Datab
         explorer.close()
 
 
+#: A message as a dict of many fields: the saver keeps a write of it as a channel value.
+REPLY = {"role": "ai", "content": "Here is the form", "id": "form-1"} | {
+    f"meta_{n:02}": n for n in range(KEPT_MEMBERS)
+}
+
+
+def _kept_reply_thread(db: rewinddb.Database, thread_id: str) -> presenters.Step:
+    """A thread whose node returns ``REPLY``; its step."""
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", lambda state: {"messages": REPLY})
+    builder.add_edge(START, "agent")
+    graph = builder.compile(checkpointer=RewindSaver(db))
+    graph.invoke({"messages": [HumanMessage("the form?", id="asked")]}, thread(thread_id))
+    payloads = [item.event.payload for item in db.at(f"lg/{thread_id}").events.list()]
+    assert [p["channel"] for p in payloads if "value_at" in p] == ["messages"]
+    agent = PRESENTER.steps(db, f"lg/{thread_id}").steps[-1]
+    assert agent.label == "agent"
+    return agent
+
+
 def test_a_message_the_saver_kept_as_a_channel_value_is_read(db: rewinddb.Database) -> None:
     """A node that returns one message as a dict of many fields: its write is kept as a
     channel value, and its step still shows what it said."""
-    reply = {"role": "ai", "content": "Here is the form", "id": "form-1"}
-    reply |= {f"meta_{n:02}": n for n in range(KEPT_MEMBERS)}
-    builder = StateGraph(MessagesState)
-    builder.add_node("agent", lambda state: {"messages": reply})
-    builder.add_edge(START, "agent")
-    graph = builder.compile(checkpointer=RewindSaver(db))
-    graph.invoke({"messages": [HumanMessage("the form?", id="asked")]}, thread("kept"))
-    payloads = [item.event.payload for item in db.at("lg/kept").events.list()]
-    assert [p["channel"] for p in payloads if "value_at" in p] == ["messages"]
-    agent = PRESENTER.steps(db, "lg/kept").steps[-1]
-    assert agent.label == "agent"
+    agent = _kept_reply_thread(db, "kept")
     assert [(m.role, m.text, m.id) for m in agent.messages] == [
         ("ai", "Here is the form", "form-1")
     ]
@@ -608,6 +618,49 @@ def test_a_message_the_saver_kept_as_a_channel_value_is_read(db: rewinddb.Databa
         )
     summary = PRESENTER.summary(db, db.branches.get("lg/kept"))
     assert (summary.status, summary.outcome) == ("finished", "Here is the form")
+
+
+@pytest.mark.parametrize(
+    "named",
+    [
+        ["write/nothing/0", 1],
+        "not a place",
+        ["write/0/messages"],
+        [5, 1],
+        ["write/0/messages", True],
+    ],
+)
+def test_the_saver_and_the_presenter_read_a_kept_write_alike(
+    db: rewinddb.Database, named: Any
+) -> None:
+    """One reading of ``value_at`` (``_kept``): where it names a stored value, the saver
+    gives back the write the step shows; where it names nothing, or is out of shape, the
+    step shows it as undecodable, and the saver refuses the checkpoint as damaged
+    (``corrupt.events``) in ``get_tuple`` and ``list`` alike."""
+    agent = _kept_reply_thread(db, "alike")
+    saver = RewindSaver(db)
+    newest = saver.get_tuple(thread("alike"))
+    assert newest is not None and newest.parent_config is not None
+    ran = saver.get_tuple(newest.parent_config)  # the checkpoint the agent ran from
+    assert ran is not None
+    assert [value for _, channel, value in ran.pending_writes if channel == "messages"] == [REPLY]
+    assert [(m.role, m.text) for m in agent.messages] == [("ai", REPLY["content"])]
+    parent_id = newest.parent_config["configurable"]["checkpoint_id"]
+    db.at("lg/alike").events.append(
+        "langgraph.write",
+        {"checkpoint_id": parent_id, "task_id": "t", "task_path": "~__pregel_pull, agent"}
+        | {"idx": 1, "channel": "messages", "value_at": named},
+    )
+    again = PRESENTER.step(db, "lg/alike", agent.version)
+    assert [m.role for m in again.messages] == ["ai", "undecodable"]
+    for read in (
+        lambda: saver.get_tuple(newest.parent_config),
+        lambda: list(saver.list(thread("alike"))),
+        lambda: list(RewindSaver(db).list(thread("alike"))),  # remembering nothing
+    ):
+        with pytest.raises(rewinddb.CorruptDatabaseError) as raised:
+            read()
+        assert raised.value.code == "corrupt.events" and repr(named) in str(raised.value)
 
 
 def test_a_page_before_the_first_step_points_at_the_newer_ones(
