@@ -13,9 +13,14 @@ items. (Strings rather than pairs: reading a long list then allocates no contain
 item, which keeps Python's garbage collector quiet while a history is listed.)
 
 Any other serializer (:func:`stock` is false: one that encrypts, a subclass, a wrapper) is
-opaque: every byte the user wrote is in its output. A dict is then stored whole through
-it, not as pairs (its keys are the user's data too); a list still item by item, each
-item whole through it; nothing is ``"plain"``.
+opaque: every byte the user wrote is in its output. Every channel value is then stored
+whole through it, ``{"type": "value", "value": "type:base64"}``: a dict with its keys, a
+list with its items and how many there are; nothing is ``"plain"``. (Item by item, an
+encrypting serde would encrypt every item again at every checkpoint, each time with a
+fresh nonce, so no two checkpoints would share an item, and the store would keep every
+item once per checkpoint; whole, a list costs what it costs a saver that encrypts the
+whole checkpoint, and its length is hidden. A list stored item by item before still
+loads: reading is unchanged.)
 
 Writing goes through an :class:`Encoder`: the whole message list is handed over at every
 checkpoint, so it remembers what the serde made of each pydantic model (message) it saw,
@@ -25,7 +30,10 @@ than serializing again.
 
 Loading goes through a :class:`Decoder`: every later checkpoint of a thread reads the same
 message again, so it remembers what each stored item decoded to and makes a new copy
-instead of running the serde's ``loads_typed`` (which validates every message anew). Plain
+instead of running the serde's ``loads_typed`` (which validates every message anew). With
+another serializer a stored value is a whole channel value, which a thread that changes
+it at every checkpoint reads once or twice: it is remembered the second time it is
+decoded (remembering one costs about half a decoding), an immutable one the first time. Plain
 data (dicts, lists and sets of immutable values) is copied as new containers that share
 only the immutable values (so a long history does not copy every message's text again);
 an object whose state is plain data is copied as ``copy.deepcopy`` copies it, through its
@@ -279,8 +287,8 @@ class Encoder:
         return stored
 
     def channel(self, value: Any, version: str | int | float | None) -> dict:
-        """A channel value at one channel version, lists item by item and (with the stock
-        serializer) text-keyed dicts as their ``[key, member]`` pairs in order (so the
+        """A channel value at one channel version; with the stock serializer, lists item
+        by item and text-keyed dicts as their ``[key, member]`` pairs in order (so the
         store shares what consecutive versions have in common: a list that grew, a dict
         of notes that gained one).
 
@@ -288,12 +296,12 @@ class Encoder:
         and dicts of them by text keys) are stored as themselves, marked ``"plain"``:
         JSON gives them back exactly, they read as they are in the store, and a list of
         a thousand texts costs no Python call per item. Another serializer (e.g. one
-        that encrypts) sees every value whole: a list's items each, anything else
-        (a dict with its keys) all at once; nothing the user wrote is stored outside
-        what it made."""
+        that encrypts) sees every value whole, as ``"type": "value"`` (a list with its
+        items and its length, a dict with its keys): nothing the user wrote is stored
+        outside what it made, and each version of the value costs one call of it."""
         plain = self.stock
-        if isinstance(value, list):
-            if plain and type(value) is list and plain_scalars(value):
+        if plain and isinstance(value, list):
+            if type(value) is list and plain_scalars(value):
                 return {"version": version, "type": "list", "plain": True, "items": list(value)}
             return {"version": version, "type": "list", "items": [self.item(v) for v in value]}
         if plain and type(value) is dict and text_keys(value):
@@ -412,14 +420,39 @@ def _copy(recipe: tuple) -> Any:
     return value
 
 
+class _Seen:
+    """The hashes of the last ``limit`` keys :meth:`Decoder.item` decoded once (a
+    collision only makes a value remembered one decoding early)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._hashes: dict[int, None] = {}
+        self._lock = threading.Lock()
+
+    def first(self, key: Any) -> bool:
+        """Whether ``key`` is seen here for the first time (it is then noted)."""
+        digest = hash(key)
+        if digest in self._hashes:
+            return False
+        with self._lock:
+            self._hashes[digest] = None
+            while len(self._hashes) > self.limit:
+                del self._hashes[next(iter(self._hashes))]
+        return True
+
+
 class Decoder:
     """Loads stored values with the serde, remembering what it loaded: immutable values
-    as they are, others as how to copy them (at most ``max_bytes`` of each)."""
+    as they are, others as how to copy them (at most ``max_bytes`` of each); with a
+    serializer that is not the stock one, those the second time they are decoded."""
 
     def __init__(self, serde: SerializerProtocol, max_bytes: int = 32 * 1024 * 1024) -> None:
         self.serde = serde
         self._as_is = _Remembered(max_bytes)
         self._remembered = _Remembered(max_bytes)
+        #: Keys decoded once, not remembered yet (None: the stock serializer's items,
+        #: which later checkpoints read again, are remembered at once).
+        self._once: _Seen | None = None if stock(serde) else _Seen(4096)
 
     def item(self, stored: Any) -> Any:
         """The value of one ``"type:base64"`` (or ``[type, base64]``), as
@@ -438,7 +471,9 @@ class Decoder:
             return pickle.loads(value)
         kind, data = _split(stored)
         value = self.serde.loads_typed((kind, binascii.a2b_base64(data)))
-        self._remember(key, value, len(data))
+        once = self._once
+        if once is None or isinstance(value, _IMMUTABLE) or not once.first(key):
+            self._remember(key, value, len(data))
         return value
 
     def items(self, stored: Sequence[Any]) -> list[Any]:

@@ -1014,15 +1014,21 @@ class _Items(NamedTuple):
 
 def _items(blob: Any) -> _Items | None:
     """The stored items of a channel value (a list stored item by item, or one value
-    holding a list); None when there is no such channel or it is not a list."""
+    holding a list); None when there is no such channel or it is not a list. A value
+    that cannot be decoded (another serde's, which stores a list whole: how many items
+    it holds is not known) is one item, which reads as undecodable."""
     if not isinstance(blob, dict):
         return None
     plain = blob.get("plain") is True
     if blob.get("type") == "list" and isinstance(blob.get("items"), list):
         return _Items(list(blob["items"]), plain)
     if blob.get("type") == "value":
-        value = blob.get("value") if plain else readable(blob.get("value"))
-        return _Items(value, True) if isinstance(value, list) else None
+        stored = blob.get("value")
+        value = stored if plain else readable(stored)
+        if isinstance(value, list):
+            return _Items(value, True)
+        if not plain and value is stored and isinstance(stored, str):
+            return _Items([stored], False)
     return None
 
 

@@ -455,17 +455,42 @@ def test_a_list_subclass_and_another_serializer_are_never_plain() -> None:
             assert repr(Decoder(serde).channel(stored)) == repr(value)
 
 
-def test_another_serializer_sees_a_dict_whole_and_a_list_item_by_item() -> None:
-    """A dict's keys are the user's as much as its values: it goes through the serde in
-    one piece. A list's items each go through it, whole."""
+def test_another_serializer_sees_a_dict_and_a_list_whole() -> None:
+    """A dict's keys are the user's as much as its values, and a list's length as much
+    as its items: each goes through the serde in one piece (one call, one ciphertext)."""
     notes = {"secret-key": "secret", "other": [1, {"deep-key": 2}]}
-    stored = Encoder(ENCRYPTED).channel(notes, 3)
-    assert stored.keys() == {"version", "type", "value"} and stored["type"] == "value"
-    assert _codec.load_typed(ENCRYPTED, stored["value"]) == notes
-    log = [notes, "secret"]
-    stored = Encoder(ENCRYPTED).channel(log, 4)
-    assert stored["type"] == "list" and len(stored["items"]) == 2
-    assert [_codec.load_typed(ENCRYPTED, item) for item in stored["items"]] == log
+    log = [notes, "secret", HumanMessage("secret", id="m-1")]
+    for serde in (ENCRYPTED, Subclassed()):
+        for value, version in ((notes, 3), (log, 4), ([], 5)):
+            stored = Encoder(serde).channel(value, version)
+            assert stored == {"version": version, "type": "value", "value": stored["value"]}
+            assert isinstance(stored["value"], str)
+            assert _codec.load_typed(serde, stored["value"]) == value
+            assert Decoder(serde).channel(stored) == value
+
+
+def test_a_list_stored_item_by_item_with_another_serializer_still_loads() -> None:
+    """What rewinddb stored for a list before it sent lists whole through another
+    serializer: each item through the serde, one ciphertext each."""
+    log = [{"secret-key": "secret"}, "secret", HumanMessage("secret", id="m-1"), None]
+    old = {"version": "7", "type": "list", "items": [dump_item(ENCRYPTED, v) for v in log]}
+    decoder = Decoder(ENCRYPTED)
+    for _ in range(3):  # decoded, then remembered, then copied from memory
+        assert decoder.channel(old) == log
+
+
+def test_another_serializers_values_are_given_back_as_copies_of_their_own() -> None:
+    """With another serializer a value is remembered the second time it is decoded:
+    every read, from the serde or from memory, gives back a value nobody else holds."""
+    value = [{"notes": ["a"]}, HumanMessage("hi", id="m-1", additional_kwargs={"k": [1]})]
+    stored = Encoder(ENCRYPTED).channel(value, 1)
+    decoder = Decoder(ENCRYPTED)
+    reads = [decoder.channel(stored) for _ in range(4)]
+    assert all(read == value for read in reads)
+    reads[0][0]["notes"].append("changed")
+    reads[1][1].additional_kwargs["k"].append(2)
+    reads[2].append("more")
+    assert decoder.channel(stored) == value and reads[3] == value
 
 
 def test_a_dict_the_leaking_version_stored_with_another_serializer_still_loads() -> None:

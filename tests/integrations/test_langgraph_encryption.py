@@ -6,7 +6,9 @@ values or in pending writes. Real graphs (dict, list, text and number channels, 
 fan-out, an interrupt, a subgraph, update_state, a fork from an older checkpoint) on a
 real SQLite file (every file of its directory, read while open and after close) and on
 PostgreSQL (every row of its schema); and everything reads back as LangGraph's
-InMemorySaver gives it back, with and without encryption."""
+InMemorySaver gives it back, with and without encryption. Every channel value goes
+through such a serde whole, so not even how many items a list holds is stored; lists
+stored item by item before (each item through the serde) still load."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from typing_extensions import TypedDict
 
 import rewinddb
 from rewinddb.integrations.langgraph import RewindSaver
+from rewinddb.integrations.langgraph._codec import Encoder
 from rewinddb.testing import PostgresServer
 
 KEY = b"0123456789abcdef"
@@ -220,6 +223,30 @@ def leaked(directory: Path) -> list[str]:
     return [hit for marker in MARKERS for hit in hits_in_files(directory, marker)]
 
 
+def stored_values(db: rewinddb.Database) -> list[Any]:
+    """Every stored version of every channel value and kept write on the saver's
+    branches, and of each trigger channel's value in the checkpoint records."""
+    found: list[Any] = []
+    for branch in db.branches.names():
+        if not branch.startswith("lg/"):
+            continue
+        kv = db.at(branch).kv
+        for key in kv.keys(prefix=None):
+            for entry in kv.history(key):
+                if entry.value is None:
+                    continue
+                if key == "checkpoint":
+                    found += entry.value.get("triggers", {}).values()
+                elif key.startswith(("channel/", "write/")):
+                    found.append(entry.value)
+    return found
+
+
+def whole(value: Any) -> bool:
+    """A channel value stored as one output of the serde (no items, no pairs)."""
+    return value.keys() == {"version", "type", "value"} and value["type"] == "value"
+
+
 def test_the_story_is_what_the_test_expects(expected: dict[str, Any]) -> None:
     history = expected["history"]
     assert len(expected["tuples"]) > len(history)  # the subgraph's checkpoints too
@@ -243,9 +270,47 @@ def test_an_encrypting_serde_leaves_no_user_data_in_any_file(
         assert story(saver) == expected
         assert {p.suffix for p in path.iterdir()} == {".sqlite3", ".sqlite3-wal", ".sqlite3-shm"}
         assert leaked(path) == []  # the database, its WAL and its shm, while open
+        values = stored_values(db)  # and not how many items a list holds
+        assert len(values) > 10 and all(map(whole, values))
     assert leaked(path) == []  # and after close
     with rewinddb.open(path) as db:  # read from the file, by a saver that remembers nothing
         assert story(RewindSaver(db, serde=OPAQUE[serde]())) == expected
+
+
+class ItemByItem(Encoder):
+    """What the saver's encoder stored before lists went whole through another serde:
+    a list item by item, each item through the serde (how many it held in the clear)."""
+
+    def channel(self, value: Any, version: Any) -> dict:
+        if isinstance(value, list) and not self.stock:
+            return {"version": version, "type": "list", "items": [self.item(v) for v in value]}
+        return super().channel(value, version)
+
+
+@pytest.mark.parametrize("serde", list(OPAQUE))
+def test_lists_stored_item_by_item_before_still_load(
+    tmp_path: Path, expected: dict[str, Any], serde: str
+) -> None:
+    path = tmp_path / "agent"
+    with rewinddb.open(path) as db:
+        before = RewindSaver(db, serde=OPAQUE[serde]())
+        before._encoder = ItemByItem(before.serde)  # the saver as it was
+        run(before)
+        values = stored_values(db)
+        old = [value for value in values if not whole(value)]
+        assert old and all(value["type"] == "list" for value in old)
+    assert leaked(path) == []
+    with rewinddb.open(path) as db:
+        saver = RewindSaver(db, serde=OPAQUE[serde]())
+        assert story(saver) == expected
+        # The thread runs on: the old list is read, and written again whole.
+        graph = build(saver)
+        graph.update_state(CONFIG, {"items": [UPDATE_ITEM]})
+        items = shown(graph.get_state(CONFIG).values["items"])
+        assert items == [*expected["state"][0]["items"], UPDATE_ITEM]
+        now = stored_values(db)
+        assert len(now) > len(values) and [value for value in now if not whole(value)] == old
+    assert leaked(path) == []
 
 
 def test_without_encryption_the_same_story_round_trips(

@@ -28,6 +28,7 @@ from react_run import EXAMPLE, ReactRun, example, record_react_run
 import rewinddb
 from rewinddb import presenters, rendering, story
 from rewinddb.integrations.langgraph import RewindSaver
+from rewinddb.integrations.langgraph._codec import dump_item
 from rewinddb.integrations.langgraph.presenter import LangGraphPresenter
 from rewinddb.integrations.langgraph.saver import KEPT_MEMBERS
 from rewinddb.notebook import explore
@@ -439,6 +440,11 @@ def test_a_thread_without_messages_has_no_transcript(db: rewinddb.Database) -> N
 
 
 def test_another_serde_reads_as_undecodable(db: rewinddb.Database) -> None:
+    """An encrypting serde's values are shown as stored: a pending write as one
+    undecodable message, and the ``messages`` channel, which such a serde sees whole
+    (its items and how many there are), as one undecodable message however many it
+    holds. A list such a serde's values were stored item by item in (before lists went
+    whole) still reads as one undecodable message per item."""
     serde = EncryptedSerializer.from_pycryptodome_aes(key=b"0123456789abcdef")
     graph = example().build(RewindSaver(db, serde=serde))
     graph.invoke({"messages": [HumanMessage(BOOKING)]}, thread("x"))
@@ -446,13 +452,26 @@ def test_another_serde_reads_as_undecodable(db: rewinddb.Database) -> None:
     assert (summary.status, summary.waiting_on) == ("interrupted", "approve")
     steps = PRESENTER.steps(db, "lg/x").steps
     assert [s.label for s in steps] == ["input", "start", "agent"]
-    assert {m.role for s in steps for m in s.messages} == {"undecodable"}
+    assert [m.role for s in steps for m in s.messages] == ["undecodable"] * 2  # two writes
     assert steps[-1].interrupts[0].text == "undecodable"
+    messages = graph.get_state(thread("x")).values["messages"]
+    assert len(messages) == 2  # two messages in the state, stored as one value:
+    transcript = PRESENTER.transcript(db, "lg/x")
+    assert transcript is not None  # one message, undecodable
+    assert [m.role for m in transcript.messages] == ["undecodable"] and transcript.total == 1
+    assert transcript.messages[0].text.startswith("msgpack+aes:")
+    shown = PRESENTER.state(db, steps[-1])["messages"]
+    assert isinstance(shown, str) and shown.startswith("msgpack+aes:")
+    view = db.at("lg/x")
+    stored = view.kv.get("channel/messages")
+    assert stored.keys() == {"version", "type", "value"} and stored["type"] == "value"
+    old = {**stored, "type": "list", "items": [dump_item(serde, m) for m in messages]}
+    del old["value"]
+    view.kv.put("channel/messages", old)
     transcript = PRESENTER.transcript(db, "lg/x")
     assert transcript is not None
     assert [m.role for m in transcript.messages] == ["undecodable", "undecodable"]
-    assert transcript.messages[0].text.startswith("msgpack+aes:")
-    assert PRESENTER.state(db, steps[-1])["messages"][0].startswith("msgpack+aes:")
+    assert all(m.text.startswith("msgpack+aes:") for m in transcript.messages)
 
 
 def test_damaged_rows_are_described_not_raised(db: rewinddb.Database) -> None:
