@@ -190,6 +190,12 @@ def _purged_name(branch_id: int) -> str:
     return f"~purged/{branch_id}"
 
 
+def purged(record: Any) -> bool:
+    """Whether a deleted branch's rows were purged (``purge``, ``db.gc()``): all but those
+    a live branch reads are gone; its row stays, renamed, while something names it."""
+    return record.deleted_at is not None and record.name == _purged_name(record.id)
+
+
 def purge_branch(engine: Engine, name: str) -> ErasureReceipt:
     """Delete branch ``name`` and remove its rows and its deleted descendants' (see the
     module's docstring). The caller refused ``default`` and pinned branches."""

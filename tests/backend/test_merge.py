@@ -266,5 +266,26 @@ def test_a_merge_whose_base_is_on_a_deleted_branch_is_refused(db: rewinddb.Datab
     before = db.version
     with pytest.raises(rewinddb.HistoryUnavailableError) as raised:
         db.branches.merge("s", "default")
-    assert "deleted branch" in str(raised.value)
+    assert "purged branch" in str(raised.value)
     assert db.version == before and db.kv.get("k") == 1
+
+
+def test_a_merge_whose_base_a_live_side_still_reads_on_a_deleted_branch_goes_ahead(
+    db: rewinddb.Database,
+) -> None:
+    """A deleted branch keeps the rows its live forks read (purge removes only the
+    rest): a base there is whole, so the merge is made (hypothesis's stateful model
+    found it refused)."""
+    db.kv.put("k", 0)
+    db.branches.fork("default", "b1")
+    db.at("b1").kv.put("k", 1)
+    db.at("b1").kv.put("j", 1)
+    db.branches.fork("b1", "b2")  # b2 reads b1 up to here: the base of default and b2
+    db.branches.merge("b1", "default")
+    db.branches.delete("b1", purge=True)
+    db.kv.put("j", 2)
+    db.at("b2").kv.put("k", 3)
+    receipt = db.branches.merge("default", "b2")
+    assert [(change.key, change.new) for change in receipt.applied] == [("j", 2)]
+    assert db.at("b2").kv.get("k") == 3 and db.at("b2").kv.get("j") == 2
+    assert db.verify().ok
