@@ -91,7 +91,7 @@ CODES: Mapping[str, ErrorCode] = _registry(
         404,
         "the version asked for is not part of the branch's history (before the branch "
         "existed, or removed by retention); a merge whose base is such history, or on a "
-        "deleted branch",
+        "purged branch neither side reads",
         "`HistoryUnavailableError`: any read with `as_of=`, `branches.merge`",
     ),
     (
