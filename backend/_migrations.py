@@ -126,6 +126,20 @@ def _to_schema_10(conn: Migrating) -> None:
     )
     if row is None or "WITHOUT ROWID" not in str(row[0]).upper():
         return
+    required = ("branch_id", "sequence", "version", "event_type", "payload", "ts", "hash")
+    null = conn.fetchone(
+        "SELECT 1 FROM rewind_events WHERE "
+        + " OR ".join(f"{column} IS NULL" for column in required)
+        + " LIMIT 1"
+    )
+    if null is not None:  # (another program dropped a NOT NULL: the new table refuses it)
+        raise CorruptDatabaseError(
+            f"{conn.location} is damaged: rewind_events holds a NULL where the schema has "
+            "none; restore the file from a copy, or export what still reads into a new "
+            "database",
+            code="corrupt.events",
+            table="rewind_events",
+        )
     conn.execute("ALTER TABLE rewind_events RENAME TO rewind_events_9")
     for index in ("ix_rewind_events_version", "ix_rewind_events_origin"):
         conn.execute(f"DROP INDEX IF EXISTS {index}")  # their names are taken again

@@ -297,3 +297,32 @@ def test_schema_10_gives_sqlites_events_table_a_rowid(db_path: Path) -> None:
         "ix_rewind_events_version",
         "sqlite_autoindex_rewind_events_1",
     ]
+
+
+def test_schema_10_on_an_events_table_with_a_null_says_the_file_is_damaged(db_path: Path) -> None:
+    """Another program dropped a NOT NULL and left a NULL: the rebuilt table refuses the
+    row, and the open says the file is damaged (it said ``storage``), changing nothing."""
+    with rewinddb.open(db_path) as db:
+        db.events.append("tool", {"n": 1})
+        db.events.append("tool", {"n": 2})
+    _make_schema_9_events(db_path)
+    conn = sqlite3.connect(db_path / "rewind.sqlite3", isolation_level=None)
+    try:
+        conn.execute("PRAGMA writable_schema = ON")
+        conn.execute(
+            "UPDATE sqlite_master SET sql = replace(sql, 'hash VARCHAR NOT NULL', "
+            "'hash VARCHAR') WHERE name = 'rewind_events'"
+        )
+        conn.execute("PRAGMA writable_schema = OFF")
+    finally:
+        conn.close()
+    conn = sqlite3.connect(db_path / "rewind.sqlite3", isolation_level=None)
+    try:
+        conn.execute("UPDATE rewind_events SET hash = NULL WHERE sequence = 1")
+    finally:
+        conn.close()
+    with pytest.raises(rewinddb.CorruptDatabaseError) as raised:
+        rewinddb.open(db_path)
+    assert raised.value.code == "corrupt.events"
+    without_rowid, _, rows = _event_layout(db_path)
+    assert without_rowid and len(rows) == 2  # as it was: schema 9
