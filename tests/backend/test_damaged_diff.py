@@ -22,6 +22,8 @@ import pytest
 import rewinddb
 from rewinddb.errors import CorruptDatabaseError
 
+from .conftest import BACKENDS
+
 FORK = 8  # the version ``b`` is forked at (``_build``)
 B_K1 = "b's k1"
 
@@ -75,9 +77,15 @@ def _edit(target: str | Path, statement: str, *, relax: bool = False, rows: int 
     assert changed == rows, (statement, changed)
 
 
-def _sqlite_only(target: str | Path) -> None:
-    if not isinstance(target, Path):
-        pytest.skip("PostgreSQL's column types refuse this value")
+def _on_backends(values: list[str], sqlite_only: Callable[[str], bool]) -> list[Any]:
+    """(value, backend) cases: each value on both backends, those PostgreSQL's column
+    types refuse (``sqlite_only``) on SQLite alone (``db_target`` parametrized directly)."""
+    return [
+        pytest.param(value, backend, id=f"{value}-{backend}")
+        for value in values
+        for backend in BACKENDS
+        if backend == "sqlite" or not sqlite_only(value)
+    ]
 
 
 #: The public calls that read the changed keys' entries at both points.
@@ -126,14 +134,16 @@ def _check_refused(target: str | Path, *, merges: bool = True) -> list[str]:
 
 
 @pytest.mark.parametrize("where", list(ROWS))
-@pytest.mark.parametrize("kind", ["9", "-1", "4", "1.5", "'x'", "x'00'", "NULL"])
+@pytest.mark.parametrize(
+    ("kind", "db_target"),
+    _on_backends(["9", "-1", "4", "1.5", "'x'", "x'00'", "NULL"], lambda k: k not in "9 -1 4"),
+    indirect=["db_target"],
+)
 def test_an_unknown_kind_fails_diffs_and_merges(
     db_target: str | Path, where: str, kind: str
 ) -> None:
     """An entry of kind 9 (or text, bytes, NULL...) was decoded as JSON and reported as
     an ordinary change (a deletion of kind 9 as a change to ``None``)."""
-    if kind not in ("9", "-1", "4"):
-        _sqlite_only(db_target)
     _build(db_target)
     _edit(
         db_target,
@@ -215,15 +225,17 @@ NAMES = {
 
 
 @pytest.mark.parametrize("where", ["b's k1", "b's doc", "default's k1"])
-@pytest.mark.parametrize("name", list(NAMES))
+@pytest.mark.parametrize(
+    ("name", "db_target"),
+    _on_backends(list(NAMES), lambda name: NAMES[name][1]),
+    indirect=["db_target"],
+)
 def test_an_entry_named_out_of_shape_fails_diffs_and_merges(
     db_target: str | Path, name: str, where: str
 ) -> None:
     """An entry of space 'zz' was reported as an ordinary change; one whose key holds a
     NUL was silently left out (its key read back cut short), while ``kv.items`` lists it."""
-    assignment, sqlite_only = NAMES[name]
-    if sqlite_only:
-        _sqlite_only(db_target)
+    assignment, _ = NAMES[name]
     _build(db_target)
     if where == "default's k1":  # written before the fork: b's diff from its fork sees none
         with rewinddb.open(db_target) as db:
@@ -346,7 +358,11 @@ def test_a_version_that_is_not_a_number_is_left_out_by_every_read_and_verify_say
 # -- what ``diagnose`` looks for ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("assignment", ["key = ''", "key = key || char(0) || 'x'"])
+@pytest.mark.parametrize(
+    ("assignment", "db_target"),
+    _on_backends(["key = ''", "key = key || char(0) || 'x'"], lambda a: "char(0)" in a),
+    indirect=["db_target"],
+)
 def test_diagnose_names_an_entry_key_rewinddb_never_writes(
     db_target: str | Path, assignment: str
 ) -> None:
@@ -354,8 +370,6 @@ def test_diagnose_names_an_entry_key_rewinddb_never_writes(
     sound file's failure goes on as it was)."""
     from rewinddb._damage import diagnose
 
-    if "char(0)" in assignment:
-        _sqlite_only(db_target)
     _build(db_target)
     failure = ValueError("a failure")
     with rewinddb.open(db_target) as db:
