@@ -46,6 +46,9 @@ def channel_key(channel: str) -> str:
 
 #: The record field that holds a checkpoint's trigger channels (see :func:`is_trigger`).
 TRIGGERS = "triggers"
+#: The record field that holds, with a serde that is not the stock one, LangGraph's
+#: bookkeeping, the metadata and the trigger channels' values as one output of it.
+SEALED = "sealed"
 
 
 def is_trigger(channel: str) -> bool:

@@ -996,8 +996,11 @@ def _plain_blob(value: Any) -> bool:
 
 def _checkpoint_record(value: Any) -> bool:
     """The saver's checkpoint record (``CHECKPOINT_KEY``): its id, parent, bookkeeping
-    and metadata, the last two plain JSON or (older records) serde pairs."""
-    return type(value) is dict and {"id", "checkpoint", "metadata"} <= value.keys()
+    and metadata, the last two plain JSON or (older records) serde pairs, or (another
+    serde's) sealed with the trigger channels' values as one output of that serde."""
+    if type(value) is not dict or "id" not in value:
+        return False
+    return {"checkpoint", "metadata"} <= value.keys() or _names.SEALED in value
 
 
 class _Items(NamedTuple):

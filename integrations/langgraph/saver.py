@@ -36,6 +36,7 @@ from ._codec import (
     dump_typed,
     held,
     load_record,
+    load_typed,
     pairs_of,
     text_keys,
 )
@@ -201,12 +202,58 @@ def _triggers(stored: dict) -> dict[str, Any] | None:
     return triggers if type(triggers) is dict else None
 
 
+class _Sealed(NamedTuple):
+    """A trigger channel's value as a sealed record holds it: decoded with the record."""
+
+    version: Any
+    value: Any
+
+
+class _Opened(NamedTuple):
+    """A checkpoint's record (``CHECKPOINT_KEY``) decoded: LangGraph's bookkeeping (the
+    checkpoint without channel values), its metadata (None: still to be loaded from
+    the record's ``metadata``), and the trigger channels it holds (channel -> the
+    stored value, or ``_Sealed``; None: a record from before they were kept there)."""
+
+    checkpoint: Checkpoint
+    metadata: dict[str, Any] | None
+    triggers: dict[str, Any] | None
+
+
+def _open(serde: SerializerProtocol, stored: dict) -> _Opened:
+    """A checkpoint's record decoded. With a serde that is not the stock one the record
+    is sealed: its bookkeeping, metadata and trigger values are one output of the serde
+    (``_names.SEALED``), the trigger channels' names beside it; a record from before
+    that holds each through the serde on its own (``checkpoint``, ``metadata``, and
+    each trigger's value)."""
+    sealed = stored.get(_names.SEALED)
+    if sealed is None:
+        return _Opened(load_record(serde, stored["checkpoint"]), None, _triggers(stored))
+    parts = load_typed(serde, sealed)
+    checkpoint = parts["checkpoint"]
+    versions = checkpoint["channel_versions"]
+    triggers = {c: _Sealed(versions.get(c), value) for c, value in parts["triggers"].items()}
+    return _Opened(checkpoint, parts["metadata"], triggers)
+
+
+def _metadata_of(
+    serde: SerializerProtocol, stored: dict, opened: _Opened | None = None
+) -> dict[str, Any]:
+    """The metadata of a checkpoint's record (``opened``: ``_open``'s of it, if made)."""
+    if opened is None and _names.SEALED in stored:
+        opened = _open(serde, stored)
+    if opened is not None and opened.metadata is not None:
+        return opened.metadata
+    metadata: dict[str, Any] = load_record(serde, stored["metadata"])
+    return metadata
+
+
 class _Read(NamedTuple):
     """What loading one checkpoint reads from its branch."""
 
     stored: dict  # its record (``CHECKPOINT_KEY``)
-    checkpoint: Checkpoint  # without channel values
-    blobs: dict[str, dict | None]  # channel -> its stored value at the checkpoint
+    opened: _Opened  # the record decoded
+    blobs: dict[str, Any]  # channel -> its stored value at the checkpoint (or ``_Sealed``)
 
 
 class _Listing:
@@ -269,15 +316,15 @@ class _Listing:
     def _read_branch(self, branch: str, versions: builtins.list[int]) -> None:
         kv = self.view(branch).kv
         records = _Newest(kv, _names.CHECKPOINT_KEY, versions, len(versions))
-        loaded: dict[int, tuple[dict, Checkpoint]] = {}
+        loaded: dict[int, tuple[dict, _Opened]] = {}
         held: dict[str, set] = {}  # channel -> the versions of it the batch holds
         for version in versions:
             stored = records.at(version)
             if stored is not _UNREAD and stored is not None:
-                checkpoint = load_record(self.serde, stored["checkpoint"])
-                loaded[version] = (stored, checkpoint)
-                triggers = _triggers(stored)
-                for channel, channel_version in checkpoint["channel_versions"].items():
+                opened = _open(self.serde, stored)
+                loaded[version] = (stored, opened)
+                triggers = opened.triggers
+                for channel, channel_version in opened.checkpoint["channel_versions"].items():
                     if triggers is None or not _names.is_trigger(channel):
                         held.setdefault(channel, set()).add(channel_version)
         # Each version of a channel a checkpoint holds was stored as one entry.
@@ -288,19 +335,19 @@ class _Listing:
                 kv, key, versions, len(held[channel]), self._pairs(branch, key)
             )
             self.pairs[(branch, key)] = newest[channel].pairs
-        for version, (stored, checkpoint) in loaded.items():
-            triggers = _triggers(stored)
+        for version, (stored, opened) in loaded.items():
+            triggers = opened.triggers
             blobs = {
                 c: triggers.get(c)
                 if triggers is not None and _names.is_trigger(c)
                 else newest[c].at(version)
-                for c in checkpoint["channel_versions"]
+                for c in opened.checkpoint["channel_versions"]
             }
             unread = {_names.channel_key(c): c for c, blob in blobs.items() if blob is _UNREAD}
             if unread:
                 found = kv.get_many(builtins.list(unread), as_of=version)
                 blobs.update((channel, found.get(key)) for key, channel in unread.items())
-            self.reads[(branch, version)] = _Read(stored, checkpoint, blobs)
+            self.reads[(branch, version)] = _Read(stored, opened, blobs)
 
     def take(self, entry: dict) -> _Read | None:
         """What ``read_batch`` read for the checkpoint of ``entry`` (once: its objects go
@@ -450,7 +497,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         the caller read it already; ``listing``: what a ``list`` read for it already)."""
         read = None if listing is None or entry is None else listing.take(entry)
         if read is not None and entry is not None:  # all read but what the listing holds
-            stored, checkpoint, blobs = read
+            stored, opened, blobs = read
             writes = self._write_payloads(entry, checkpoint_id, listing)
             kept = [self._kept_write(stored, p, listing) for p, stored in writes]
         else:
@@ -463,11 +510,11 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 view = self.db.at(entry["read"])
                 at = entry["version"]
                 stored = view.kv.get(_names.CHECKPOINT_KEY, as_of=at)
-                checkpoint = load_record(self.serde, stored["checkpoint"])
+                opened = _open(self.serde, stored)
                 # The channels in one read (the newest of a key is known to the
                 # connection, so the checkpoint just written reads no row).
-                versions = checkpoint["channel_versions"]
-                triggers = _triggers(stored)
+                versions = opened.checkpoint["channel_versions"]
+                triggers = opened.triggers
                 channels = {
                     _names.channel_key(c): c
                     for c in versions
@@ -479,16 +526,20 @@ class RewindSaver(BaseCheckpointSaver[str]):
                     blobs.update((c, triggers.get(c)) for c in versions if _names.is_trigger(c))
                 writes = self._write_payloads(entry, checkpoint_id, listing)
                 kept = [self._kept_write(stored, p, listing) for p, stored in writes]
+        checkpoint = opened.checkpoint
         values: dict[str, Any] = {}
         for channel, version in checkpoint["channel_versions"].items():
             blob = blobs[channel]
-            if blob is not None and blob["version"] == version:
+            if type(blob) is _Sealed:
+                if blob.version == version:
+                    values[channel] = blob.value
+            elif blob is not None and blob["version"] == version:
                 values[channel] = self._decoder.channel(blob)
         parent = entry["parent"]
         return CheckpointTuple(
             config=_config(thread_id, checkpoint_ns, checkpoint_id),
             checkpoint={**checkpoint, "channel_values": values},
-            metadata=load_record(self.serde, stored["metadata"]),
+            metadata=_metadata_of(self.serde, stored, opened),
             parent_config=_config(thread_id, checkpoint_ns, parent) if parent else None,
             pending_writes=[
                 (
@@ -645,8 +696,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         if entry is None:
             return {}
         record = self.db.at(entry["read"]).kv.get(_names.CHECKPOINT_KEY, as_of=entry["version"])
-        checkpoint = load_record(self.serde, record["checkpoint"])
-        versions: ChannelVersions = checkpoint["channel_versions"]
+        versions: ChannelVersions = _open(self.serde, record).checkpoint["channel_versions"]
         return versions
 
     def put(
@@ -676,6 +726,14 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 new_versions = _versions_on_fork(checkpoint, placement.fork_versions, new_versions)
             view = self.db.at(branch)
             events = view.events.length()
+            # The trigger channels the checkpoint holds are kept in its record: a step
+            # or two each.
+            versions = checkpoint["channel_versions"]
+            triggers = {
+                channel: value
+                for channel, value in values.items()
+                if _names.is_trigger(channel) and channel in versions
+            }
             puts: dict[str, Any] = {
                 _names.CHECKPOINT_KEY: {
                     "id": checkpoint_id,
@@ -683,8 +741,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
                     "ts": checkpoint.get("ts"),
                     "source": full_metadata.get("source"),
                     "step": full_metadata.get("step"),
-                    "checkpoint": dump_record(self.serde, rest),
-                    "metadata": dump_record(self.serde, full_metadata),
+                    **self._record(rest, full_metadata, triggers, versions),
                 }
             }
             gone = []
@@ -696,13 +753,6 @@ class RewindSaver(BaseCheckpointSaver[str]):
                     puts[key] = self._encoder.channel(values[channel], channel_version)
                 else:
                     gone.append(key)
-            # The trigger channels the checkpoint holds, each put: a step or two each.
-            versions = checkpoint["channel_versions"]
-            puts[_names.CHECKPOINT_KEY][_names.TRIGGERS] = {
-                channel: self._encoder.channel(value, versions[channel])
-                for channel, value in values.items()
-                if _names.is_trigger(channel) and channel in versions
-            }
             with view.transaction(trigger="langgraph.checkpoint", message=checkpoint_id):
                 version = view.kv.put_many(puts)
                 for key in gone:
@@ -723,6 +773,36 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 self._append_writes(entry, checkpoint_id, writes, task_id, task_path)
             self._early_writes.pop(early_key, None)  # kept if anything above failed
         return _config(thread_id, checkpoint_ns, checkpoint_id)
+
+    def _record(
+        self,
+        rest: dict[str, Any],
+        metadata: dict[str, Any],
+        triggers: dict[str, Any],
+        versions: ChannelVersions,
+    ) -> dict[str, Any]:
+        """What a checkpoint's record holds besides its ids, time, source and step
+        (which the saver finds and orders checkpoints by): LangGraph's bookkeeping
+        (``rest``), its metadata and the trigger channels' values. With the stock
+        serde each as ``dump_record`` or ``Encoder.channel`` stores it (plain JSON when
+        it can be); with any other, all three as one output of the serde, the trigger
+        channels' names beside it (as every other channel's is a key): one call of it,
+        one ciphertext, for what the record holds, as ``SqliteSaver`` makes one of a
+        whole checkpoint (see ``_open``)."""
+        if not self._encoder.stock:
+            parts = {"checkpoint": rest, "metadata": metadata, "triggers": triggers}
+            return {
+                _names.SEALED: dump_typed(self.serde, parts),
+                _names.TRIGGERS: dict.fromkeys(triggers),
+            }
+        return {
+            "checkpoint": dump_record(self.serde, rest),
+            "metadata": dump_record(self.serde, metadata),
+            _names.TRIGGERS: {
+                channel: self._encoder.channel(value, versions[channel])
+                for channel, value in triggers.items()
+            },
+        }
 
     def _index_checkpoint(
         self,
@@ -1062,8 +1142,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
 
     def _metadata(self, entry: dict) -> dict[str, Any]:
         stored = self.db.at(entry["read"]).kv.get(_names.CHECKPOINT_KEY, as_of=entry["version"])
-        metadata: dict[str, Any] = load_record(self.serde, stored["metadata"])
-        return metadata
+        return _metadata_of(self.serde, stored)
 
     def _above(self, branch: str) -> builtins.list[str]:
         """The branches ``branch`` forked from, nearest first (up to ``default``)."""

@@ -28,7 +28,7 @@ from typing_extensions import TypedDict
 
 import rewinddb
 from rewinddb.integrations.langgraph import RewindSaver
-from rewinddb.integrations.langgraph._codec import Encoder
+from rewinddb.integrations.langgraph._codec import Encoder, dump_record
 from rewinddb.testing import PostgresServer
 
 KEY = b"0123456789abcdef"
@@ -223,9 +223,10 @@ def leaked(directory: Path) -> list[str]:
     return [hit for marker in MARKERS for hit in hits_in_files(directory, marker)]
 
 
-def stored_values(db: rewinddb.Database) -> list[Any]:
+def stored(db: rewinddb.Database, records: bool = False) -> list[Any]:
     """Every stored version of every channel value and kept write on the saver's
-    branches, and of each trigger channel's value in the checkpoint records."""
+    branches, and of each trigger channel's value in the checkpoint records (with
+    ``records``: every version of the checkpoint records instead)."""
     found: list[Any] = []
     for branch in db.branches.names():
         if not branch.startswith("lg/"):
@@ -236,10 +237,21 @@ def stored_values(db: rewinddb.Database) -> list[Any]:
                 if entry.value is None:
                     continue
                 if key == "checkpoint":
-                    found += entry.value.get("triggers", {}).values()
-                elif key.startswith(("channel/", "write/")):
+                    triggers = entry.value.get("triggers", {}).values()
+                    found += [entry.value] if records else [v for v in triggers if v is not None]
+                elif key.startswith(("channel/", "write/")) and not records:
                     found.append(entry.value)
     return found
+
+
+#: A checkpoint record with another serde: what the saver orders checkpoints by, the
+#: trigger channels' names, and the rest (bookkeeping, metadata, the triggers' values)
+#: sealed, one output of the serde.
+SEALED_RECORD = {"id", "parent", "ts", "source", "step", "sealed", "triggers"}
+
+
+def sealed(record: dict) -> bool:
+    return record.keys() == SEALED_RECORD and set(record["triggers"].values()) <= {None}
 
 
 def whole(value: Any) -> bool:
@@ -270,8 +282,10 @@ def test_an_encrypting_serde_leaves_no_user_data_in_any_file(
         assert story(saver) == expected
         assert {p.suffix for p in path.iterdir()} == {".sqlite3", ".sqlite3-wal", ".sqlite3-shm"}
         assert leaked(path) == []  # the database, its WAL and its shm, while open
-        values = stored_values(db)  # and not how many items a list holds
+        values = stored(db)  # and not how many items a list holds
         assert len(values) > 10 and all(map(whole, values))
+        records = stored(db, records=True)
+        assert len(records) > 10 and all(map(sealed, records))
     assert leaked(path) == []  # and after close
     with rewinddb.open(path) as db:  # read from the file, by a saver that remembers nothing
         assert story(RewindSaver(db, serde=OPAQUE[serde]())) == expected
@@ -287,18 +301,36 @@ class ItemByItem(Encoder):
         return super().channel(value, version)
 
 
+class Before(RewindSaver):
+    """The saver as it was before records were sealed and lists went whole: a record's
+    bookkeeping, metadata and each trigger's value through the serde one by one, lists
+    item by item."""
+
+    def __init__(self, db: rewinddb.Database, *, serde: Any) -> None:
+        super().__init__(db, serde=serde)
+        self._encoder = ItemByItem(serde)
+
+    def _record(self, rest: dict, metadata: dict, triggers: dict, versions: Any) -> dict:
+        return {
+            "checkpoint": dump_record(self.serde, rest),
+            "metadata": dump_record(self.serde, metadata),
+            "triggers": {c: self._encoder.channel(v, versions[c]) for c, v in triggers.items()},
+        }
+
+
 @pytest.mark.parametrize("serde", list(OPAQUE))
-def test_lists_stored_item_by_item_before_still_load(
+def test_records_and_lists_stored_before_still_load(
     tmp_path: Path, expected: dict[str, Any], serde: str
 ) -> None:
     path = tmp_path / "agent"
     with rewinddb.open(path) as db:
-        before = RewindSaver(db, serde=OPAQUE[serde]())
-        before._encoder = ItemByItem(before.serde)  # the saver as it was
-        run(before)
-        values = stored_values(db)
+        run(Before(db, serde=OPAQUE[serde]()))
+        values = stored(db)
         old = [value for value in values if not whole(value)]
         assert old and all(value["type"] == "list" for value in old)
+        records = stored(db, records=True)
+        assert records and all({"checkpoint", "metadata"} <= set(r) for r in records)
+        assert not any(map(sealed, records))
     assert leaked(path) == []
     with rewinddb.open(path) as db:
         saver = RewindSaver(db, serde=OPAQUE[serde]())
@@ -308,8 +340,9 @@ def test_lists_stored_item_by_item_before_still_load(
         graph.update_state(CONFIG, {"items": [UPDATE_ITEM]})
         items = shown(graph.get_state(CONFIG).values["items"])
         assert items == [*expected["state"][0]["items"], UPDATE_ITEM]
-        now = stored_values(db)
+        now = stored(db)
         assert len(now) > len(values) and [value for value in now if not whole(value)] == old
+        assert sum(map(sealed, stored(db, records=True))) == 1  # the update's checkpoint
     assert leaked(path) == []
 
 

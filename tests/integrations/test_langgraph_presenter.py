@@ -463,6 +463,10 @@ def test_another_serde_reads_as_undecodable(db: rewinddb.Database) -> None:
     shown = PRESENTER.state(db, steps[-1])["messages"]
     assert isinstance(shown, str) and shown.startswith("msgpack+aes:")
     view = db.at("lg/x")
+    record = view.kv.get("checkpoint")  # sealed: bookkeeping, metadata, trigger values
+    assert PRESENTER.display(record) == record and PRESENTER.encoded(record)
+    assert list(record["triggers"]) == ["branch:to:approve"]  # what it waits on, by name
+    story.step_detail(db, "lg/x", steps[-1].version)
     stored = view.kv.get("channel/messages")
     assert stored.keys() == {"version", "type", "value"} and stored["type"] == "value"
     old = {**stored, "type": "list", "items": [dump_item(serde, m) for m in messages]}
