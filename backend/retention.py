@@ -480,7 +480,12 @@ def _gc_steps(engine: Engine, dry_run: bool) -> GcReport:
             "SELECT b.id FROM rewind_branches b LEFT JOIN rewind_branches p "
             "ON p.id = b.parent_id WHERE b.deleted_at IS NOT NULL "
             "AND (p.id IS NULL OR p.deleted_at IS NULL) AND ("
-            "EXISTS (SELECT 1 FROM rewind_commits c WHERE c.branch_id = b.id) "
+            # (its commits, found through the indexes their rows have: every commit
+            # writes an entry or an event, or is a merge; commits have no index by branch)
+            "EXISTS (SELECT 1 FROM rewind_entries e WHERE e.branch_id = b.id) "
+            "OR EXISTS (SELECT 1 FROM rewind_events v WHERE v.branch_id = b.id) "
+            "OR EXISTS (SELECT 1 FROM rewind_commits c WHERE c.branch_id = b.id "
+            "AND c.merge_branch_id IS NOT NULL) "
             "OR b.name NOT LIKE '~purged/%') ORDER BY b.id DESC"
         )
     ]
