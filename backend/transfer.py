@@ -960,7 +960,12 @@ class _Importer:
                 "SELECT payload FROM rewind_events WHERE branch_id = ? AND sequence = ?",
                 (self.branches[old], sequence),
             )
-            if home is None and self.branches[old] not in self.deleted:
+            kept = self.horizons.get(self.branches[old])
+            pruned = (
+                kept is not None and kept.first_event is not None and sequence < kept.first_event
+            )
+            if home is None and self.branches[old] not in self.deleted and not pruned:
+                # (retention cut it from its first home: its copies are all that is left)
                 raise self.fail(f"'origin' names event {sequence} of a branch that lacks it")
             if home is not None and erased_at(home[0]) != erased:
                 raise self.fail(

@@ -574,3 +574,27 @@ def test_a_tampered_file_leaves_a_postgresql_target_unchanged(
         with pytest.raises(rewinddb.HistoryUnavailableError, match=re.escape(REASON)):
             target.at("run").kv.get("step", as_of=_kept_from(exported, "run") - 1)
         assert target.kv.keys(as_of=datetime.now(timezone.utc))  # reads go on at now
+
+
+def test_events_a_merge_carried_before_their_first_home_was_pruned_import(
+    tmp_path: Path,
+) -> None:
+    """default holds copies of b's events; ``prune`` then cut the originals from b: the
+    copies name events the file no longer has, and still import (they were refused)."""
+    with rewinddb.open(tmp_path / "a") as db:
+        db.kv.put("x", 0)
+        db.branches.fork("default", "b")
+        for i in range(5):
+            db.at("b").events.append("e", {"i": i})
+            db.at("b").kv.put("y", i)
+        db.branches.merge("b", "default", events="append")
+        db.prune("b", keep_last=1)
+        exported = io.BytesIO()
+        db.export_jsonl(exported)
+        carried = [(item.event.payload, item.event.origin) for item in db.events.list()]
+        kept = [item.event.payload for item in db.at("b").events.list()]
+    with rewinddb.open(tmp_path / "b") as copy:
+        copy.import_jsonl(exported.getvalue().splitlines(keepends=True))
+        assert [(item.event.payload, item.event.origin) for item in copy.events.list()] == carried
+        assert [item.event.payload for item in copy.at("b").events.list()] == kept
+        assert copy.verify().ok
