@@ -216,7 +216,7 @@ class _Opened(NamedTuple):
     stored value, or ``_Sealed``; None: a record from before they were kept there)."""
 
     checkpoint: Checkpoint
-    metadata: dict[str, Any] | None
+    metadata: CheckpointMetadata | None
     triggers: dict[str, Any] | None
 
 
@@ -238,13 +238,13 @@ def _open(serde: SerializerProtocol, stored: dict) -> _Opened:
 
 def _metadata_of(
     serde: SerializerProtocol, stored: dict, opened: _Opened | None = None
-) -> dict[str, Any]:
+) -> CheckpointMetadata:
     """The metadata of a checkpoint's record (``opened``: ``_open``'s of it, if made)."""
     if opened is None and _names.SEALED in stored:
         opened = _open(serde, stored)
     if opened is not None and opened.metadata is not None:
         return opened.metadata
-    metadata: dict[str, Any] = load_record(serde, stored["metadata"])
+    metadata: CheckpointMetadata = load_record(serde, stored["metadata"])
     return metadata
 
 
@@ -301,9 +301,9 @@ class _Listing:
             self._events_from(branch, start)
         for checkpoint_id, entry in entries:
             for payload, stored in self.payloads(entry["branch"], entry["events"], checkpoint_id):
-                at = _kept.kept_at(payload)
-                if at is not None:  # (one out of shape: its checkpoint's load says so)
-                    key, version = at
+                place = _kept.kept_at(payload)
+                if place is not None:  # (one out of shape: its checkpoint's load says so)
+                    key, version = place
                     kept.setdefault((stored, key), set()).add(version)
         for (branch, key), found in kept.items():
             at = sorted(found)
@@ -777,7 +777,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
     def _record(
         self,
         rest: dict[str, Any],
-        metadata: dict[str, Any],
+        metadata: CheckpointMetadata,
         triggers: dict[str, Any],
         versions: ChannelVersions,
     ) -> dict[str, Any]:
@@ -1142,7 +1142,8 @@ class RewindSaver(BaseCheckpointSaver[str]):
 
     def _metadata(self, entry: dict) -> dict[str, Any]:
         stored = self.db.at(entry["read"]).kv.get(_names.CHECKPOINT_KEY, as_of=entry["version"])
-        return _metadata_of(self.serde, stored)
+        metadata: dict[str, Any] = dict(_metadata_of(self.serde, stored))
+        return metadata
 
     def _above(self, branch: str) -> builtins.list[str]:
         """The branches ``branch`` forked from, nearest first (up to ``default``)."""
