@@ -37,3 +37,21 @@ def hits_in_export(db: rewinddb.Database, secret: str) -> list[str]:
     db.export_jsonl(out)
     data = out.getvalue()
     return [repr(needle) for needle in encodings(secret) if needle in data]
+
+
+def hits_in_rows(url: str, secret: str) -> list[str]:
+    """The PostgreSQL rows (of every table of the database's schema) holding the secret,
+    as text (bytea shows as hex there)."""
+    import psycopg
+
+    needles = [needle.decode() for needle in encodings(secret)]
+    needles += [needle.hex() for needle in encodings(secret)]
+    found = []
+    with psycopg.connect(url) as conn:
+        tables = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+        ).fetchall()
+        for (table,) in tables:
+            for (row,) in conn.execute(f"SELECT t::text FROM {table} t"):
+                found += [f"{table}: {needle}" for needle in needles if needle in row]
+    return found

@@ -23,7 +23,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import START, StateGraph
 from langgraph.types import Command, Interrupt, Send, interrupt
-from leaks import encodings, hits_in_files
+from leaks import hits_in_files, hits_in_rows
 from typing_extensions import TypedDict
 
 import rewinddb
@@ -359,24 +359,6 @@ def test_without_encryption_the_same_story_round_trips(
     # The search finds what is there: the stock serde stores the state readably.
     found = [marker for marker in MARKERS if hits_in_files(path, marker)]
     assert found == MARKERS
-
-
-def hits_in_rows(url: str, secret: str) -> list[str]:
-    """The PostgreSQL rows (of every table of the database's schema) holding the secret,
-    as text (bytea shows as hex there)."""
-    import psycopg
-
-    needles = [needle.decode() for needle in encodings(secret)]
-    needles += [needle.hex() for needle in encodings(secret)]
-    found = []
-    with psycopg.connect(url) as conn:
-        tables = conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
-        ).fetchall()
-        for (table,) in tables:
-            for (row,) in conn.execute(f"SELECT t::text FROM {table} t"):
-                found += [f"{table}: {needle}" for needle in needles if needle in row]
-    return found
 
 
 def test_an_encrypting_serde_leaves_no_user_data_in_postgresql_rows(

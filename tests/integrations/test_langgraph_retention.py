@@ -19,7 +19,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import _messages_delta_reducer, add_messages
 from langgraph.types import Command, StateSnapshot, interrupt
-from leaks import encodings, hits_in_export, hits_in_files
+from leaks import hits_in_export, hits_in_files, hits_in_rows
 from typing_extensions import TypedDict
 
 import rewinddb
@@ -96,24 +96,6 @@ def index_keys(db: rewinddb.Database, prefix: str) -> list[tuple[int, str]]:
     """(version, key) of every index key under ``prefix``, read as of every version."""
     view = db.at("lg-index")
     return [(v, key) for v in range(db.version + 1) for key in view.kv.keys(prefix, as_of=v)]
-
-
-def hits_in_rows(url: str, secret: str) -> list[str]:
-    """The PostgreSQL rows (of every table of the database's schema) holding the secret,
-    as text (bytea shows as hex there)."""
-    import psycopg
-
-    needles = [needle.decode() for needle in encodings(secret)]
-    needles += [needle.hex() for needle in encodings(secret)]
-    found = []
-    with psycopg.connect(url) as conn:
-        tables = conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
-        ).fetchall()
-        for (table,) in tables:
-            for (row,) in conn.execute(f"SELECT t::text FROM {table} t"):
-                found += [f"{table}: {needle}" for needle in needles if needle in row]
-    return found
 
 
 def stored_hits(target: str | Path, secret: str) -> list[str]:
