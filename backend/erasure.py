@@ -33,7 +33,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from . import _commit_hash
-from ._clock import own_rows_bound
 from ._engine import Engine, check_name, now_micros
 from ._horizons import bump_generation, hold_clock
 from ._values import loads
@@ -260,19 +259,14 @@ def purge_deleted(engine: Engine, branch_ids: Iterable[int]) -> ErasureReceipt:
             (branch_id, above),
         ):
             sweep.add(branch_id, space, key, refs)
-        # Its commits lie at or below its highest own row (read before any row goes):
-        # commits have no index by branch.
-        highest = conn.fetchone(f"SELECT {own_rows_bound('?', 'max')}", (branch_id,) * 3)[0]
-        top = engine.clock() if highest is None else int(highest)
         for table, noun in (
             ("rewind_entries", "entries"),
             ("rewind_events", "events"),
             ("rewind_commits", "commits"),
         ):
-            where = f"FROM {table} WHERE branch_id = ? AND version > ? AND version <= ?"
-            bounds = (branch_id, above, top)
-            counts[noun] += int(conn.fetchone(f"SELECT count(*) {where}", bounds)[0])
-            conn.execute(f"DELETE {where}", bounds)
+            where = f"FROM {table} WHERE branch_id = ? AND version > ?"
+            counts[noun] += int(conn.fetchone(f"SELECT count(*) {where}", (branch_id, above))[0])
+            conn.execute(f"DELETE {where}", (branch_id, above))
         if cut is None:
             conn.execute("DELETE FROM rewind_horizons WHERE branch_id = ?", (branch_id,))
         if cut is None and not _named_elsewhere(engine, branch_id):

@@ -292,9 +292,6 @@ def cut_history(engine: Engine, name: str, cut: int, policy: str) -> tuple[Erasu
     newest = conn.fetchone(f"SELECT {own_rows_bound('?', 'max')}", (record.id,) * 3)[0]
     if newest is not None:
         cut = min(cut, int(newest))  # the newest version is always kept
-    # Its commits lie at or above its lowest own row (read before any row goes).
-    lowest = conn.fetchone(f"SELECT {own_rows_bound('?', 'min')}", (record.id,) * 3)[0]
-    lowest = 0 if lowest is None else int(lowest)
     sweep = Sweep()
     doomed = conn.fetchall(
         "SELECT space, key, version, refs, "
@@ -335,12 +332,18 @@ def cut_history(engine: Engine, name: str, cut: int, policy: str) -> tuple[Erasu
         conn.execute(
             "DELETE FROM rewind_events WHERE branch_id = ? AND version < ?", (record.id, cut)
         )
-    span = "FROM rewind_commits WHERE branch_id = ? AND version >= ? AND version < ?"
     last_commit = conn.fetchone(
-        f"SELECT hash {span} ORDER BY version DESC LIMIT 1", (record.id, lowest, cut)
+        "SELECT hash FROM rewind_commits WHERE branch_id = ? AND version < ? "
+        "ORDER BY version DESC LIMIT 1",
+        (record.id, cut),
     )
-    commits = int(conn.fetchone(f"SELECT count(*) {span}", (record.id, lowest, cut))[0])
-    conn.execute(f"DELETE {span}", (record.id, lowest, cut))
+    commits = int(
+        conn.fetchone(
+            "SELECT count(*) FROM rewind_commits WHERE branch_id = ? AND version < ?",
+            (record.id, cut),
+        )[0]
+    )
+    conn.execute("DELETE FROM rewind_commits WHERE branch_id = ? AND version < ?", (record.id, cut))
     base = rows_hash(conn.fetchall(BASE_ROWS, (record.id, cut)))
     previous_hash = (
         last_commit[0] if last_commit is not None else (kept.previous_hash if kept else None)
