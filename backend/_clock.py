@@ -55,21 +55,6 @@ def previous_hash(branch_id: str) -> str:
     )
 
 
-def own_rows_bound(branch_id: str, bound: str) -> str:
-    """The lowest (``bound``: ``min``) or highest (``max``) version of branch
-    ``branch_id``'s own rows (an expression): its commits lie within the two, as every
-    commit writes an entry or an event, or is a merge (the rows below a retention cut kept
-    as its base state have no commit: the bounds are then wider). Commits have no index
-    by branch; these bound a walk of them to the branch's lifetime (three seeks each)."""
-    return (
-        f"(SELECT {bound}(v) FROM ("
-        f"SELECT {bound}(version) AS v FROM rewind_entries WHERE branch_id = {branch_id} "
-        f"UNION ALL SELECT {bound}(version) FROM rewind_events WHERE branch_id = {branch_id} "
-        f"UNION ALL SELECT {bound}(version) FROM rewind_commits WHERE branch_id = {branch_id} "
-        "AND merge_branch_id IS NOT NULL) own)"
-    )
-
-
 #: The clock as a derived table ``clock (v)``, for a statement that only reads it (its
 #: sources without the hash, which a database read before its migration to schema 6
 #: lacks).

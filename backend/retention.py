@@ -31,7 +31,6 @@ from typing import Any
 
 import orjson
 
-from ._clock import own_rows_bound
 from ._connection import PAUSE
 from ._engine import DEFAULT_BRANCH, BranchRecord, Engine, check_name, now_micros
 from ._horizons import BASE_ROWS, bump_generation, rows_hash
@@ -248,9 +247,8 @@ def _own_versions(engine: Engine, branch_id: int) -> list[tuple[int, int]]:
     return [
         (int(v), int(ts))
         for v, ts in engine.conn.fetchall(
-            "SELECT version, ts FROM rewind_commits WHERE branch_id = ? AND version BETWEEN "
-            f"{own_rows_bound('?', 'min')} AND {own_rows_bound('?', 'max')} ORDER BY version",
-            (branch_id,) * 7,
+            "SELECT version, ts FROM rewind_commits WHERE branch_id = ? ORDER BY version",
+            (branch_id,),
         )
     ]
 
@@ -289,7 +287,9 @@ def cut_history(engine: Engine, name: str, cut: int, policy: str) -> tuple[Erasu
     kept = engine.horizon(record.id)
     if cut <= record.forked_at or (kept is not None and cut <= kept.kept_from):
         return ErasureReceipt(engine.clock()), 0
-    newest = conn.fetchone(f"SELECT {own_rows_bound('?', 'max')}", (record.id,) * 3)[0]
+    newest = conn.fetchone(
+        "SELECT max(version) FROM rewind_commits WHERE branch_id = ?", (record.id,)
+    )[0]
     if newest is not None:
         cut = min(cut, int(newest))  # the newest version is always kept
     sweep = Sweep()
