@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import rewinddb
@@ -198,3 +200,22 @@ def test_fork_returns_what_get_answers(db: rewinddb.Database) -> None:
     grandchild = db.branches.fork("at-event", "grandchild")
     assert grandchild == db.branches.get("grandchild")
     assert [b.events for b in [*forks, grandchild]] == [3, 2, 2, 0, 3]
+
+
+@pytest.mark.parametrize("name", ["''", "X'6200'"])
+def test_names_of_a_damaged_branch_row_say_so_as_list_does(db_path: Path, name: str) -> None:
+    """``names()`` reads the names alone: a name another program made empty or bytes is
+    ``corrupt.branches``, as ``list()`` says, not an answer."""
+    import sqlite3
+
+    with rewinddb.open(db_path) as db:
+        db.branches.fork("default", "b")
+        assert db.branches.names() == ["default", "b"]
+    raw = sqlite3.connect(db_path / "rewind.sqlite3", isolation_level=None)
+    raw.execute(f"UPDATE rewind_branches SET name = {name} WHERE name = 'b'")
+    raw.close()
+    with rewinddb.open(db_path) as db:
+        for read in (db.branches.names, db.branches.list):
+            with pytest.raises(rewinddb.CorruptDatabaseError) as raised:
+                read()
+            assert raised.value.code == "corrupt.branches"
