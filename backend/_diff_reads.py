@@ -20,12 +20,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from ._engine import KIND_BYTES, KIND_JSON, Engine
+from ._engine import KIND_BYTES, KIND_JSON, SPACES, Engine
 from ._values import loads
 from .errors import CorruptDatabaseError
-
-#: The spaces entries are written in.
-SPACES = frozenset(("kv", "json", "state"))
 
 #: The kinds of an entry that hold a value (JSON, bytes); ``NO_VALUE`` holds the others
 #: (deleted, erased). An entry of any other kind is damaged (``bad_kind``).
@@ -34,14 +31,8 @@ VALUE_KINDS = frozenset((KIND_JSON, KIND_BYTES))
 
 def bad_kind(engine: Engine, space: str, key: str, row: Any) -> CorruptDatabaseError:
     """The error of an entry ``row`` (an ``EntryRow``) whose kind is none of rewinddb's."""
-    return CorruptDatabaseError(
-        f"{engine.conn.location} is damaged: the {space} entry {key!r} of branch id "
-        f"{row[5]!r} at version {row[3]!r} has kind {row[0]!r}, none of rewinddb's (0 JSON, "
-        "1 bytes, 2 deleted, 3 erased): rewind_entries.kind was edited by another program; "
-        "restore the file from a copy, or export what still reads into a new database",
-        code="corrupt.entries",
-        table="rewind_entries",
-    )
+    entry = f"the {space} entry {key!r} of branch id {row[5]!r} at version {row[3]!r}"
+    return engine.damaged_kind(row[0], entry)
 
 
 def _bad_name(engine: Engine, space: Any, key: Any = None) -> CorruptDatabaseError:

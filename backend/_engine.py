@@ -44,6 +44,8 @@ KIND_JSON, KIND_BYTES, KIND_DELETED = 0, 1, 2
 KIND_ERASED = _commit_hash.KIND_ERASED
 #: The kinds that hold no value.
 NO_VALUE = frozenset((KIND_DELETED, KIND_ERASED))
+#: The spaces entries are written in (``kv``, ``json`` documents, ``state``).
+SPACES = ("kv", "json", "state")
 
 #: How a value is stored: (kind, body, arrays to share or None); see ``Engine.encode``.
 Encoded = tuple[int, Union[bytes, None], Any]  # noqa: UP007 - a runtime alias, Python 3.10
@@ -1167,9 +1169,14 @@ class Engine:
             return bytes(body or b"")
         if kind in NO_VALUE:
             return MISSING
-        raise CorruptDatabaseError(
-            f"{self.conn.location} is damaged: rewind_entries.kind holds {kind!r}, none of "
-            "rewinddb's (0 JSON, 1 bytes, 2 deleted, 3 erased): the row was edited by another "
+        raise self.damaged_kind(kind)
+
+    def damaged_kind(self, kind: Any, entry: str = "an entry") -> CorruptDatabaseError:
+        """The error of ``entry`` (as the caller names it) whose kind is none of rewinddb's:
+        read as JSON it would pass for a value, so every read refuses it."""
+        return CorruptDatabaseError(
+            f"{self.conn.location} is damaged: {entry} has kind {kind!r}, none of rewinddb's "
+            "(0 JSON, 1 bytes, 2 deleted, 3 erased): rewind_entries.kind was edited by another "
             "program; restore the file from a copy, or export what still reads into a new "
             "database",
             code="corrupt.entries",

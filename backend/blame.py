@@ -12,11 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ._engine import NO_VALUE, BranchRecord, Engine
+from ._engine import NO_VALUE, SPACES, BranchRecord, Engine
 from .events import EVENT_COLUMNS, event_from_row
 from .models import Event, from_micros
-
-SPACES = ("kv", "json", "state")
 
 
 @dataclass(frozen=True)

@@ -33,14 +33,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from . import _commit_hash
-from ._engine import Engine, check_name, now_micros
+from ._engine import SPACES, Engine, check_name, now_micros
 from ._horizons import bump_generation, hold_clock
 from ._values import loads
 from .errors import InvalidInputError, NotFoundError
 from .models import ErasureReceipt
 
 #: The spaces of keyed state, by the name users know them by.
-SPACES = ("kv", "json", "state")
 
 
 class Tree:

@@ -11,12 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ._engine import BranchRecord, Engine, check_count
+from ._engine import SPACES, BranchRecord, Engine, check_count
 from .errors import CorruptDatabaseError
 from .events import EVENT_COLUMNS, event_from_row
 from .models import Commit, Event, from_micros
 
-_SPACES = frozenset(("kv", "json", "state"))
 #: The versions ``branch_id`` wrote in (low, high].
 _OWN_VERSIONS = (
     "SELECT version FROM rewind_entries WHERE branch_id = ? AND version > ? AND version <= ? "
@@ -169,7 +168,7 @@ def written_at(engine: Engine, record: BranchRecord, version: int) -> Written:
         (record.id, version - 1, version),
     )
     for space, key in keys:
-        if space not in _SPACES or type(key) is not str:
+        if space not in SPACES or type(key) is not str:
             raise CorruptDatabaseError(
                 f"an entry of version {version} in rewind_entries names space {space!r} "
                 f"and key {key!r}: the row was edited by another program",
