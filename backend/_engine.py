@@ -259,6 +259,21 @@ _LARGEST_REMEMBERED = 256 * 1024
 #: row of each step is the newest entry, whatever the clock says.
 _NOW = 2**63 - 1
 
+#: The newest commit at or below a version, and whether it was committed by a time
+#: (parameters: time, version); and the oldest between two versions (time, above, below).
+#: The time is compared in SQL, so a hand-edited ``ts`` that is no integer reads as later.
+_COMMIT_BELOW = (
+    "SELECT version, ts <= ? FROM rewind_commits WHERE version <= ? ORDER BY version DESC LIMIT 1"
+)
+#: How many of the newest commits ``version_at`` walks back through before it bisects,
+#: and the walk: the newest version above a version committed by a time.
+_RECENT_COMMITS = 256
+_NEWEST_BY = "SELECT max(version) FROM rewind_commits WHERE version > ? AND ts <= ?"
+_COMMIT_ABOVE = (
+    "SELECT version, ts <= ? FROM rewind_commits WHERE version > ? AND version < ? "
+    "ORDER BY version LIMIT 1"
+)
+
 #: A lineage walk this deep checks that it meets no branch twice (a parent cycle that
 #: another program wrote), and again at each doubling of its depth.
 _DEEP_LINEAGE = 64
@@ -612,14 +627,33 @@ class Engine:
     def version_at(self, when: datetime) -> int:
         """The newest version committed at or before ``when`` (after the newest commit:
         the clock, which an imported database may hold above its newest commit)."""
-        row = self.conn.fetchone(
-            "SELECT max(version) FROM rewind_commits WHERE ts <= ?", (to_micros(when),)
-        )
-        newest = self.conn.fetchone("SELECT max(version) FROM rewind_commits")
-        found = int(row[0]) if row and row[0] is not None else 0
-        if newest is None or newest[0] is None or found == newest[0]:
-            return max(found, self.clock())
-        return found
+        micros = to_micros(when)
+        newest = self.conn.fetchone(_COMMIT_BELOW, (micros, _NOW))
+        if newest is None or newest[1]:
+            return max(newest[0] if newest else 0, self.clock())
+        # Commits' times never go back (the clock's ``next_ts``; the importer checks it):
+        # a recent time is found among the newest commits, walking back from the newest;
+        # an older one by bisecting the versions below them, ``low`` committed by then and
+        # everything from ``high`` on after it (versions have gaps where retention cut).
+        high = newest[0] - _RECENT_COMMITS + 1
+        recent = self.conn.fetchone(_NEWEST_BY, (high - 1, micros))
+        if recent[0] is not None:
+            return int(recent[0])
+        first = self.conn.fetchone(_COMMIT_ABOVE, (micros, -1, high))
+        if first is None or not first[1]:
+            return 0
+        low = first[0]
+        while True:
+            middle = (low + high) // 2
+            row = self.conn.fetchone(_COMMIT_ABOVE, (micros, middle, high))
+            if row is None:
+                row = self.conn.fetchone(_COMMIT_BELOW, (micros, middle))
+                if row is None or row[0] <= low:
+                    return int(low)
+            if row[1]:
+                low = row[0]
+            else:
+                high = row[0]
 
     def resolve_as_of(self, record: BranchRecord, as_of: AsOf) -> int:
         """The version ``as_of`` names on ``record``, checked against its history."""
