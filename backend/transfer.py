@@ -5,7 +5,8 @@ points), the shared arrays, commits, every written value and every event, with t
 original version numbers, so every ``as_of`` read gives the same answer and every event
 hash is the same. Records, one JSON object a line, in this order::
 
-    {"type": "header", "format": "rewinddb-export", "format_version": 2, ...}
+    {"type": "header", "format": "rewinddb-export", "format_version": 2, "clock",
+     "merge_sources": "kept", ...}
     {"type": "branch", "id", "name", "parent", "forked_at", "created_at", "deleted_at"}
     {"type": "horizon", "branch", "kept_from", "policy", "pruned_at", "previous_hash",
      "rows_hash", "first_event", "event_hash"}          where retention cut a branch
@@ -25,6 +26,14 @@ where retention cut a branch's history: the entries it kept below ``kept_from`` 
 commit of their own, its commits' hash chain starts at ``previous_hash`` and its own
 event log at ``first_event`` (chained on ``event_hash``). Format 1 (without these) still
 imports.
+
+An export of some branches holds them with their ancestors. A branch it leaves out can
+still be named: by a merge commit, as its source (a deleted branch record with none of
+its history stands in for it, so the commit stays a merge and keeps its hash), or by a
+carried event, as its first home (the importer makes the placeholder). Every commit
+writes an entry or an event of its branch, or is a merge; import refuses a commit that
+is neither, but for the merges older exports (no ``merge_sources`` in the header) wrote
+with their source left out, which get a placeholder each.
 
 Both directions stream: export reads with cursors and writes line by line; import reads
 line by line inside one transaction, so a bad file (broken hash chain, unknown record,
@@ -76,6 +85,10 @@ from .state import State
 
 FORMAT = "rewinddb-export"
 FORMAT_VERSION = 2
+#: The header's ``merge_sources`` when every merge commit in the file names its source (a
+#: branch the export leaves out is in it as a placeholder). Older exports dropped those
+#: merges' sources (``merge_branch`` null).
+MERGE_SOURCES_KEPT = "kept"
 #: The formats import reads: 1 had no horizons and no erased rows.
 _READS = (1, 2)
 _ITEMS_PER_LINE = 256
@@ -180,6 +193,7 @@ def export_jsonl(
                     "format_version": FORMAT_VERSION,
                     "schema": SCHEMA_VERSION,
                     "clock": engine.clock(),
+                    "merge_sources": MERGE_SOURCES_KEPT,
                     "exported_at": datetime.now(timezone.utc).isoformat(),
                 }
             )
@@ -206,6 +220,8 @@ def export_jsonl(
             )
             if deleted_at is None:
                 result.branches.append(name)
+        for stand_in in _merge_stand_ins(engine, ids, marks, params):
+            emit("branch", _line(stand_in))
         if engine.conn.schema_migrated[1] >= 8:  # older schemas had no retention
             for row in conn.fetchall(
                 f"SELECT branch_id, {', '.join(_HORIZON_FIELDS)} FROM rewind_horizons "
@@ -236,8 +252,6 @@ def export_jsonl(
             params,
         ):
             version, branch_id, ts, trigger, message, merge_branch, merge_version = row
-            if merge_branch not in ids:  # merged from a branch this export leaves out
-                merge_branch = merge_version = None
             emit(
                 "commit",
                 _line(
@@ -319,6 +333,55 @@ def _exported_branch_ids(engine: Engine, names: Sequence[str] | None) -> set[int
         record = engine.branch(name)
         ids.update(branch_id for branch_id, _ in engine.lineage(record, 0))
     return ids
+
+
+def _merge_stand_ins(
+    engine: Engine, ids: set[int], marks: str, params: tuple[int, ...]
+) -> list[dict[str, Any]]:
+    """Branch records for the branches the exported commits merged from that the export
+    leaves out, so each merge keeps its source (its commit writes nothing else when it
+    carried no event: it must stay a merge) and its hash. Each is a deleted branch with
+    none of its history, named as the importer names an event's left-out first branch,
+    forked where that branch's lineage meets the nearest exported branch whose history
+    is kept there: what both sides of a later merge read of it is then history they
+    share (``merge.merge_base``), never a point neither had."""
+    conn = engine.conn
+    left_out = sorted(
+        {
+            int(row[0])
+            for row in conn.fetchall(
+                "SELECT DISTINCT merge_branch_id FROM rewind_commits "
+                f"WHERE branch_id IN ({marks}) AND merge_branch_id IS NOT NULL",
+                params,
+            )
+        }
+        - ids
+    )
+    records = []
+    for branch_id in left_out:
+        parent, forked_at = None, 0
+        for step, cap in engine.lineage(engine.branch_by_id(branch_id), engine.clock())[1:]:
+            kept = engine.horizon(step) if step in ids else None
+            if step in ids and (kept is None or kept.kept_from <= cap):
+                parent, forked_at = step, cap
+                break
+        records.append(
+            {
+                "type": "branch",
+                "id": branch_id,
+                "name": _left_out_name(branch_id),
+                "parent": parent,
+                "forked_at": forked_at,
+                "created_at": 0,
+                "deleted_at": 0,
+            }
+        )
+    return records
+
+
+def _left_out_name(branch_id: int) -> str:
+    """What a branch a partial export left out is called where it imports."""
+    return f"(not exported: branch {branch_id})"
 
 
 def _exported_arrays(
@@ -417,6 +480,9 @@ class _Importer:
         self.commit_order: list[int] = []  # the versions of the file's commits, in order
         # (new) branch id, version -> the time of an event whose commit retention removed
         self.removed_stamps: dict[tuple[int, int], int] = {}
+        # version -> line of each commit that is not a merge and has written no row yet
+        self.rowless: dict[int, int] = {}
+        self.merge_sources_kept = False  # (the header says so: this rewinddb's exports)
 
     def fail(self, why: str, line: int | None = None) -> ImportFormatError:
         line = self.line_number if line is None else line
@@ -526,6 +592,7 @@ class _Importer:
                 f"(this rewinddb reads {' and '.join(map(str, _READS))})"
             )
         self.clock = self.integer(record, "clock")
+        self.merge_sources_kept = record.get("merge_sources") == MERGE_SOURCES_KEPT
 
     def apply(self, record: dict[str, Any]) -> None:
         kind = record.get("type")
@@ -762,7 +829,12 @@ class _Importer:
         merge_version = self.integer(r, "merge_version", optional=True)
         if (merge is None) != (merge_version is None) or (merge_version or 0) >= version:
             raise self.fail("a merge commit needs both merge_branch and a merge_version before it")
-        merge_id = None if merge is None else self.branch_id(merge)
+        merge_id = None
+        if merge is not None:
+            # (a placeholder, too: a database made by an import of an older partial export
+            # holds one for each merge whose source that export dropped: ``keep_merges``)
+            known = not isinstance(merge, bool) and merge in self.placeholders
+            merge_id = self.placeholders[merge] if known else self.branch_id(merge)
         if merge_id == branch_id:
             raise self.fail(f"commit {version} merges its branch into itself")
         self.engine.conn.execute(
@@ -779,6 +851,8 @@ class _Importer:
             ),
         )
         self.commits[version], self.stamps[version] = branch_id, ts
+        if merge_id is None:
+            self.rowless[version] = self.line_number
         self.commit_order.append(version)
         self.last_commit = (version, ts)
 
@@ -856,7 +930,9 @@ class _Importer:
         kept = self.horizons.get(branch_id)
         version = self.integer(r, "version")
         if kept is None or version >= kept.kept_from:
-            return self.version_of(r, branch_id), False
+            version = self.version_of(r, branch_id)
+            self.rowless.pop(version, None)
+            return version, False
         if version <= self.fork_points[branch_id]:
             raise self.fail(f"version {version} is not after its branch's fork point")
         if version in self.commits:
@@ -979,9 +1055,42 @@ class _Importer:
                 "rewind_branches",
                 old if 0 < old < 2**62 else 0,
                 "name, parent_id, forked_at, created_at, deleted_at",
-                (f"(not exported: branch {old})", None, 0, 0, 0),
+                (_left_out_name(old), None, 0, 0, 0),
             )
         return placeholder, sequence
+
+    def keep_merges(self) -> None:
+        """Every commit writes an entry or an event of its branch, or is a merge: the
+        store finds a branch's newest commit through those rows (``_clock.previous_hash``,
+        and retention's walks), so a commit that is neither is refused. An export of an
+        older rewinddb left out the source of a merge from a branch it did not export
+        (``merge_branch`` null): such a commit that wrote nothing can only be one of
+        those merges, and it keeps its link to a placeholder of its own (a deleted branch
+        with no history, merged at the version before the merge, as a merge records its
+        source), since the file does not say which branch it was."""
+        if not self.rowless:
+            return
+        if self.merge_sources_kept:
+            version, line = min(self.rowless.items())
+            raise self.fail(
+                f"commit {version} of branch {self.names[self.commits[version]]!r} writes "
+                "no entry and no event and is not a merge (every commit writes one or "
+                "merges a branch): the file was edited or is incomplete",
+                line=line,
+            )
+        conn = self.engine.conn
+        for version in sorted(self.rowless):
+            placeholder = self.insert_keeping_id(
+                "rewind_branches",
+                0,
+                "name, parent_id, forked_at, created_at, deleted_at",
+                (f"(not exported: merged at version {version})", None, 0, 0, 0),
+            )
+            conn.execute(
+                "UPDATE rewind_commits SET merge_branch_id = ?, merge_version = ? "
+                "WHERE version = ?",
+                (placeholder, version - 1, version),
+            )
 
     def finish(self) -> None:
         """Keep the original clock (versions the file left out stay in the past), check
@@ -1014,6 +1123,7 @@ class _Importer:
                 "UPDATE rewind_horizons SET rows_hash = ? WHERE branch_id = ?",
                 (rows_hash(conn.fetchall(BASE_ROWS, (branch_id, kept.kept_from))), branch_id),
             )
+        self.keep_merges()
         if self.clock > max(self.commits, default=0):
             conn.execute(
                 "INSERT INTO rewind_meta (key, value) VALUES ('clock_floor', ?)",

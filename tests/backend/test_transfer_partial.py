@@ -1,0 +1,313 @@
+"""Partial exports and the merges they cut: a merge commit whose source branch the export
+leaves out stays a merge in the copy (its source a placeholder, a deleted branch with none
+of its history), so every commit still writes an entry or an event of its branch or is a
+merge, which the store relies on to find a branch's newest commit (``_clock.previous_hash``)
+and retention on to walk its commits. Older exports dropped those sources; their files
+still import, and import refuses any other commit that writes nothing."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from fastapi.testclient import TestClient
+
+import rewinddb
+from rewinddb.cli import main
+from rewinddb.web import create_app
+
+from .conftest import BACKENDS, Refused
+
+STAND_IN = "(not exported: branch "
+
+
+@pytest.fixture(params=BACKENDS)
+def targets(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Any]]:
+    """New databases on one backend: directories, or PostgreSQL schemas."""
+    if request.param == "sqlite":
+        made = iter(range(100))
+        yield lambda: tmp_path / f"db{next(made)}"
+    else:
+        server = request.getfixturevalue("postgres")
+        yield server.new_schema
+
+
+def _export(db: rewinddb.Database, **kwargs: Any) -> bytes:
+    out = io.BytesIO()
+    db.export_jsonl(out, **kwargs)
+    return out.getvalue()
+
+
+def _records(data: bytes) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in data.splitlines()]
+
+
+def _file(records: list[dict[str, Any]]) -> bytes:
+    return b"".join(orjson.dumps(record) + b"\n" for record in records)
+
+
+def _hashes(db: rewinddb.Database) -> dict[int, str]:
+    rows = db._engine.conn.fetchall("SELECT version, hash FROM rewind_commits")
+    return {int(version): str(digest) for version, digest in rows}
+
+
+def _skip_merge(db: rewinddb.Database) -> int:
+    """'t' merges 'side', which holds only an event, with events='skip': a merge commit
+    that writes nothing. Its version."""
+    db.kv.put("seed", 0)
+    db.branches.fork("default", "t")
+    db.branches.fork("default", "side")
+    db.at("side").events.append("note", {"n": 1})
+    db.at("t").kv.put("a", 1)
+    return db.branches.merge("side", "t", events="skip").version
+
+
+def _as_an_older_export(data: bytes) -> bytes:
+    """The file an export before this fix wrote: no stand-in branch records, the merges
+    from them with merge_branch and merge_version null, no merge_sources in the header
+    (checked against that exporter's code when this was written)."""
+    records = _records(data)
+    stand_ins = {
+        r["id"] for r in records if r["type"] == "branch" and r["name"].startswith(STAND_IN)
+    }
+    older = []
+    for record in records:
+        if record["type"] == "header":
+            record.pop("merge_sources", None)
+        elif record["type"] == "branch" and record["id"] in stand_ins:
+            continue
+        elif record["type"] == "commit" and record["merge_branch"] in stand_ins:
+            record["merge_branch"] = record["merge_version"] = None
+        elif record["type"] == "end":
+            record["counts"]["branch"] -= len(stand_ins)
+        older.append(record)
+    return _file(older)
+
+
+def _answers(db: rewinddb.Database) -> dict[str, Any]:
+    return {
+        "branches": [b.to_dict() for b in db.branches.list()],
+        "state": {
+            b.name: (db.at(b.name).snapshot(), [i.event for i in db.at(b.name).events.list()])
+            for b in db.branches.list()
+        },
+        "commits": db.commits(),
+    }
+
+
+def test_a_merge_from_a_left_out_branch_stays_a_merge_with_the_same_hash(
+    targets: Callable[[], Any],
+) -> None:
+    with rewinddb.open(targets()) as src:
+        merged = _skip_merge(src)
+        data = _export(src, branches=["t"])
+        hashes = _hashes(src)
+    with rewinddb.open(targets()) as copy:
+        copy.import_jsonl(io.BytesIO(data))
+        merge = next(c for c in copy.commits() if c.version == merged)
+        assert merge.merged_from is not None and merge.merged_from.startswith(STAND_IN)
+        assert merge.merged_version == merged - 1
+        # Kept ids keep the original's hashes: every imported commit's is the source's.
+        assert _hashes(copy) == {v: h for v, h in hashes.items() if v in _hashes(copy)}
+        assert merged in _hashes(copy)
+        assert copy.verify().ok
+        copy.at("t").kv.put("a", 2)  # chains on the merge, t's newest commit
+        copy.at("t").events.append("later", {})
+        assert copy.verify().ok, copy.verify().problems
+
+
+def test_the_stand_in_is_no_live_branch_anywhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with rewinddb.open(tmp_path / "a") as src:
+        merged = _skip_merge(src)
+        data = _export(src, branches=["t"])
+    with rewinddb.open(tmp_path / "b") as copy:
+        counts = copy.import_jsonl(io.BytesIO(data))
+        assert counts.branches == ["default", "t"]
+        assert copy.branches.names() == ["default", "t"]
+        assert [b.name for b in copy.branches.list()] == ["default", "t"]
+        assert [b.name for b in copy.graph().branches] == ["default", "t"]
+        shown = copy.graph(include_deleted=True)  # asked for: the merge's source is there
+        stand_in = next(b.name for b in shown.branches if b.name.startswith(STAND_IN))
+        assert any(e.kind == "merge" and e.from_branch == stand_in for e in shown.edges)
+        assert next(c for c in copy.commits() if c.version == merged).merged_from == stand_in
+    assert main(["branches", str(tmp_path / "b")]) == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]] == [
+        "default",
+        "t",
+    ]
+    assert main(["branches", str(tmp_path / "b"), "--json"]) == 0
+    assert [b["name"] for b in orjson.loads(capsys.readouterr().out)] == ["default", "t"]
+    with TestClient(create_app(tmp_path / "b"), base_url="http://localhost") as client:
+        for url in ("/", "/.json", "/api/branches", "/api/overview", "/fragments/overview"):
+            page = client.get(url)
+            assert page.status_code == 200, url
+            assert "not exported" not in page.text, url
+        # t's own history says where its merge came from, and the step opens.
+        assert f"merge from {stand_in}" in client.get("/branches/t").text
+        assert client.get(f"/branches/t/steps/{merged}").status_code == 200
+
+
+def test_branches_that_merged_one_left_out_branch_merge_on_what_they_share(
+    targets: Callable[[], Any],
+) -> None:
+    """Both merges name one stand-in, forked where the left-out branch forked: a merge of
+    the two then reads it as a base both sides hold (here the key 'keep' that 't'
+    deleted stays deleted), as the original does."""
+    with rewinddb.open(targets()) as src:
+        src.kv.put("keep", 1)
+        for name in ("t", "u", "side"):
+            src.branches.fork("default", name)
+        src.at("side").kv.put("k", 1)
+        src.at("side").events.append("note", {})
+        src.branches.merge("side", "t", events="skip")
+        src.branches.merge("side", "u", events="append")
+        src.at("t").kv.delete("keep")
+        src.at("u").kv.put("z", 2)
+        data = _export(src, branches=["t", "u"])
+        hashes = _hashes(src)
+        src.branches.merge("u", "t")
+        expected = src.at("t").snapshot()
+    with rewinddb.open(targets()) as copy:
+        copy.import_jsonl(io.BytesIO(data))
+        assert _hashes(copy) == {v: h for v, h in hashes.items() if v in _hashes(copy)}
+        merges = {c.merged_from for c in copy.commits() if c.merged_from is not None}
+        assert len(merges) == 1 and merges.pop().startswith(STAND_IN)
+        copy.branches.merge("u", "t")
+        assert copy.at("t").snapshot() == expected
+        assert "keep" not in expected["kv"]
+        assert copy.verify().ok
+
+
+def test_after_gc_a_merge_based_on_the_stand_in_is_refused_as_in_the_original(
+    targets: Callable[[], Any], refused: Refused
+) -> None:
+    """gc purges the stand-in like any deleted branch; a merge whose base is on it then
+    refuses, as the original does once the left-out branch is deleted and purged."""
+    with rewinddb.open(targets()) as src:
+        for name in ("t", "u", "side"):
+            src.branches.fork("default", name)
+        src.at("side").kv.put("k", 1)
+        src.branches.merge("side", "t")
+        src.branches.merge("side", "u")
+        src.at("u").kv.put("z", 2)
+        data = _export(src, branches=["t", "u"])
+        src.branches.delete("side")
+        src.gc()
+        with refused(src, rewinddb.HistoryUnavailableError, "history_unavailable"):
+            src.branches.merge("u", "t")
+    with rewinddb.open(targets()) as copy:
+        copy.import_jsonl(io.BytesIO(data))
+        copy.gc()
+        with refused(copy, rewinddb.HistoryUnavailableError, "history_unavailable"):
+            copy.branches.merge("u", "t")
+        assert copy.verify().ok
+
+
+def test_gc_prune_and_purge_keep_the_copy_verified(targets: Callable[[], Any]) -> None:
+    with rewinddb.open(targets()) as src:
+        _skip_merge(src)
+        src.branches.fork("t", "child")
+        src.at("child").kv.put("c", 1)
+        data = _export(src, branches=["t", "child"])
+    for older in (False, True):
+        with rewinddb.open(targets()) as copy:
+            copy.import_jsonl(io.BytesIO(_as_an_older_export(data) if older else data))
+            copy.at("t").kv.put("a", 2)
+            copy.at("t").kv.put("a", 3)
+            assert copy.verify().ok
+            copy.gc()
+            assert copy.verify().ok
+            copy.prune("t", keep_last=1)
+            assert copy.verify().ok
+            copy.at("t").kv.put("a", 4)
+            copy.branches.delete("child", purge=True)
+            assert copy.verify().ok
+            copy.branches.delete("t", purge=True)
+            copy.gc()
+            assert copy.verify().ok
+            assert copy.branches.names() == ["default"]
+
+
+def test_an_older_partial_export_imports_its_merges_as_merges(targets: Callable[[], Any]) -> None:
+    """An older export's merge with merge_branch null that wrote nothing can only be a
+    merge whose source it left out: it gets a placeholder of its own (the file does not
+    say which branch it was), merged at the version before it, as merges record."""
+    with rewinddb.open(targets()) as src:
+        merged = _skip_merge(src)
+        older = _as_an_older_export(_export(src, branches=["t"]))
+    with rewinddb.open(targets()) as copy:
+        copy.import_jsonl(io.BytesIO(older))
+        merge = next(c for c in copy.commits() if c.version == merged)
+        assert merge.merged_from == f"(not exported: merged at version {merged})"
+        assert merge.merged_version == merged - 1
+        assert copy.branches.names() == ["default", "t"]
+        copy.at("t").kv.put("a", 2)
+        assert copy.verify().ok, copy.verify().problems
+        answers, whole, part = _answers(copy), _export(copy), _export(copy, branches=["t"])
+    for again in (whole, part):
+        with rewinddb.open(targets()) as copy:
+            copy.import_jsonl(io.BytesIO(again))
+            assert copy.verify().ok
+            copy.at("t").kv.put("a", 3)
+            assert copy.verify().ok
+    with rewinddb.open(targets()) as copy:
+        copy.import_jsonl(io.BytesIO(whole))
+        assert _answers(copy) == answers
+
+
+def _null_the_merge(data: bytes) -> bytes:
+    records = _records(data)
+    for record in records:
+        if record["type"] == "commit" and record["merge_branch"] is not None:
+            record["merge_branch"] = record["merge_version"] = None
+    return _file(records)
+
+
+def _drop_an_entry(data: bytes) -> bytes:
+    """Without the one entry of the commit of 'a' on 't' (the end record's count too)."""
+    records = _records(data)
+    kept = [r for r in records if not (r["type"] == "entry" and r["key"] == "a")]
+    kept[-1]["counts"]["entry"] -= 1
+    return _file(kept)
+
+
+@pytest.mark.parametrize("edit", [_null_the_merge, _drop_an_entry], ids=["merge", "entry"])
+def test_import_refuses_a_commit_that_writes_nothing_and_is_not_a_merge(
+    targets: Callable[[], Any], edit: Callable[[bytes], bytes]
+) -> None:
+    with rewinddb.open(targets()) as src:
+        _skip_merge(src)
+        data = edit(_export(src, branches=["t"]))
+    with rewinddb.open(targets()) as copy:
+        with pytest.raises(rewinddb.ImportFormatError) as info:
+            copy.import_jsonl(io.BytesIO(data))
+        assert info.value.code == "invalid.import"
+        assert "writes no entry and no event and is not a merge" in info.value.message
+        line = data.splitlines()[info.value.details["line"] - 1]
+        assert orjson.loads(line)["type"] == "commit"
+        assert copy.version == 0 and copy.branches.names() == ["default"]
+
+
+def test_a_whole_export_round_trips_identically(targets: Callable[[], Any]) -> None:
+    """A whole export names every merge's source itself: no stand-in, and the export of
+    its copy is the same file (but for the time it was made)."""
+    with rewinddb.open(targets()) as src:
+        _skip_merge(src)
+        src.branches.delete("side")
+        data = _export(src)
+        hashes, answers = _hashes(src), _answers(src)
+    assert STAND_IN.encode() not in data
+    with rewinddb.open(targets()) as copy:
+        copy.import_jsonl(io.BytesIO(data))
+        again = _export(copy)
+        assert _hashes(copy) == hashes and _answers(copy) == answers
+    first, second = _records(data), _records(again)
+    for records in (first, second):
+        del records[0]["exported_at"]
+    assert first == second
