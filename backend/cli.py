@@ -13,6 +13,7 @@ import dataclasses
 import os
 import re
 import shutil
+import socket
 import sys
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -360,15 +361,48 @@ def _serve(path: str | Path, args: argparse.Namespace) -> None:
         allowed_hosts=[args.host, *(args.allow_host or ())],
         read_connections=args.read_connections,
     )
+    listening = _listen(args.host, args.port)
+    port = listening.getsockname()[1]  # (the one the system chose, for --port 0)
     mode = "read-write" if args.allow_writes else "read-only"
     host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"rewinddb explorer ({mode}) for {path}: http://{host}:{args.port}/", flush=True)
+    print(f"rewinddb explorer ({mode}) for {path}: http://{host}:{port}/", flush=True)
     names = ", ".join(sorted(app.state.allowed_hosts))
     print(f"answers only for the hosts {names} (more: --allow-host NAME)", flush=True)
     if args.host in ("0.0.0.0", "::"):
         print("on every interface: reach it by a name or address given with --allow-host")
     print("press Ctrl-C to stop", flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server.run(sockets=[listening])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host`` and ``port``, before anything is announced: a port in
+    use or a host that is not this machine's says so, and the explorer never starts."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        listening = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as error:
+        raise OSError(error.errno, f"cannot listen on {host}: {error.strerror}") from None
+    try:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind((host, port))
+    except OSError as error:
+        listening.close()
+        raise OSError(
+            error.errno, f"cannot listen on {host} port {port}: {error.strerror}"
+        ) from None
+    return listening
+
+
+def _port(text: str) -> int:
+    """``--port``: a TCP port number (0: one the system picks)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number (0 to 65535)")
+    return port
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
@@ -561,7 +595,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     def web_options(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1 (this machine)")
-        sub.add_argument("--port", type=int, default=8000, help="default: 8000")
+        sub.add_argument(
+            "--port", type=_port, default=8000, help="default: 8000 (0: any free port)"
+        )
         sub.add_argument(
             "--allow-writes",
             action="store_true",

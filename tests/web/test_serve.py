@@ -107,6 +107,61 @@ def test_serve_refuses_a_missing_database(tmp_path: Path) -> None:
     assert "no rewinddb database" in result.stderr
 
 
+def serve_once(path: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rewinddb", "serve", str(path), *options],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_serve_refuses_a_port_that_is_no_port(tmp_path: Path) -> None:
+    for port in ("99999", "-1", "http"):
+        result = serve_once(tmp_path, "--port", port)
+        assert result.returncode == 2, port
+        assert "is not a port number" in result.stderr and "Traceback" not in result.stderr
+        assert "press Ctrl-C" not in result.stdout
+
+
+def test_serve_says_the_port_is_in_use_before_announcing_anything(
+    served: tuple[str, Path, subprocess.Popen[str]],
+) -> None:
+    url, path, _server = served
+    result = serve_once(path, "--port", url.rsplit(":", 1)[1])
+    assert result.returncode == 1
+    assert "cannot listen on 127.0.0.1 port" in result.stderr and "in use" in result.stderr
+    assert "Traceback" not in result.stderr and "press Ctrl-C" not in result.stdout
+
+
+def test_serve_on_port_0_announces_the_port_it_got(tmp_path: Path) -> None:
+    path = tmp_path / "demo"
+    build_demo_process(path)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "rewinddb", "serve", str(path), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        banner = server.stdout.readline()
+        url = banner.split(": ", 1)[1].strip().rstrip("/")
+        port = int(url.rsplit(":", 1)[1])
+        assert port > 0
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                assert "research" in httpx.get(url + "/api/branches", timeout=1).text
+                break
+            except httpx.TransportError:
+                assert server.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+    finally:
+        server.terminate()
+        server.communicate(timeout=10)
+
+
 def test_demo_reuses_an_existing_demo(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "rewinddb", "demo", str(tmp_path / "d"), "--no-serve"]
     subprocess.run(command, check=True, capture_output=True, timeout=60)
