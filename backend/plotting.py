@@ -201,9 +201,17 @@ def _escape(text: str) -> str:
 
 def lane_text(branch: str, labels: GraphLabels | None = None) -> str:
     """A lane's tick: its branch name, or its title (and second line) from ``labels``,
-    each line cut to ``LANE_CHARS``."""
+    each line shortened to ``LANE_CHARS`` in its middle, so lanes that differ only at
+    the end (a thread's subgraphs) still read apart."""
     lines = (branch,) if labels is None else labels.lanes.get(branch, (branch,))
-    return "<br>".join(_escape(line[:LANE_CHARS]) for line in lines)
+    return "<br>".join(_escape(_shortened(line)) for line in lines)
+
+
+def _shortened(text: str) -> str:
+    if len(text) <= LANE_CHARS:
+        return text
+    head = (LANE_CHARS - 1) // 2
+    return f"{text[:head]}…{text[-(LANE_CHARS - 1 - head) :]}"
 
 
 def hover_text(point: GraphPoint, labels: GraphLabels | None = None) -> str:

@@ -71,6 +71,14 @@ def plural(count: int, word: str, many: str | None = None) -> str:
     return f"{count:,} {word if count == 1 else many or word + 's'}"
 
 
+def visible(name: str) -> str:
+    """A name as a link can show it: a blank one (a thread id of spaces, or empty) as
+    visible spaces, so it is not an invisible link."""
+    if name.strip():
+        return name
+    return "␣" * len(name) if name else "(empty)"
+
+
 def noun(count: int, word: str, many: str | None = None) -> str:
     """``word`` for one, its plural for any other count (``plural`` without the number)."""
     return word if count == 1 else many or word + "s"
@@ -123,6 +131,7 @@ def make_templates(*, allow_writes: bool) -> jinja2.Environment:
         script_json=script_json,
         readable=readable,
         plural=plural,
+        visible=visible,
         noun=noun,
         role=role_of,
         question_text=question_text,

@@ -362,6 +362,36 @@ def test_lane_labels_are_not_clipped(tab: Tab, demo_server: str) -> None:
     assert min(lefts) >= graph["x"], (graph["x"], lefts)
 
 
+def test_long_names_wrap_and_their_lanes_read_apart(chromium: Browser, tmp_path: Path) -> None:
+    """A 300-character name wraps in the attempts table instead of widening the page, and
+    two lanes that differ only at their ends are labelled apart (shortened in the middle)."""
+    path = tmp_path / "db"
+    long_names = [
+        "x" * 300,
+        "research / subgraph:0c48b199-1111",
+        "research / subgraph:0c48b199-2222",
+    ]
+    with rewinddb.open(path) as db:
+        for name in long_names:
+            db.branches.fork("default", name)
+            db.at(name).kv.put("k", name)
+    tab = open_tab(chromium)
+    try:
+        with serve(path, tmp_path / "server.log") as base:
+            page = tab.page
+            page.set_viewport_size({"width": 1280, "height": 900})
+            page.goto(base + "/")
+            page.wait_for_load_state("networkidle")
+            no_overflow(page, "the attempts page")
+            texts = page.locator("#graph .yaxislayer-above .ytick text").all_text_contents()
+            ends = [text for text in texts if text.startswith("research")]
+            assert len(ends) == 2 and ends[0] != ends[1], texts
+            assert all("…" in text for text in ends), texts
+            tab.assert_clean()
+    finally:
+        tab.page.context.close()
+
+
 # --- 2. the branch page: click, j / k, push-url, back ---------------------------------
 
 

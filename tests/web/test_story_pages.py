@@ -734,3 +734,28 @@ def test_an_event_of_a_thread_sets_its_bookkeeping_apart(
     # The page compares values decoded (the JSON as stored): its rows are its own.
     page = react_client.get(branch_url(react.fork_branch, f"/events/{length - 1}")).text
     assert re.search(r"show \d+ hidden", words(page))
+
+
+def test_a_blank_thread_id_is_a_visible_link(tmp_path: Path) -> None:
+    """A thread id of spaces (LangGraph accepts any text) is shown as visible spaces, not
+    as a link nobody can see or click."""
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    from rewinddb.integrations.langgraph import RewindSaver
+
+    class State(TypedDict):
+        n: int
+
+    builder = StateGraph(State)
+    builder.add_node("step", lambda state: {"n": state["n"] + 1})
+    builder.add_edge(START, "step")
+    builder.add_edge("step", END)
+    with RewindSaver.from_path(tmp_path / "agent") as saver:
+        builder.compile(checkpointer=saver).invoke({"n": 0}, {"configurable": {"thread_id": " "}})
+    with TestClient(create_app(tmp_path / "agent"), base_url="http://localhost") as client:
+        page = client.get("/").text
+    cell = page.split('class="branches attempts"')[1].split('<td class="attempt">')[1]
+    link = re.search(r"<a [^>]*>([^<]*)</a>", cell)
+    assert link is not None and link.group(1) == "␣", cell[:300]
