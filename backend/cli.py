@@ -25,7 +25,7 @@ import orjson
 from ._values import jsonable
 from .database import open as open_database
 from .errors import InvalidInputError, RewindError
-from .presenters import readable
+from .presenters import readable, to_dict
 from .progress import Progress
 from .retention import GcReport, RetentionPolicy
 from .transfer import TransferCounts
@@ -99,6 +99,26 @@ def cmd_log(args: argparse.Namespace) -> None:
                     else _text(event.payload)
                 )
             )
+
+
+def cmd_story(args: argparse.Namespace) -> None:
+    from . import story, story_text
+
+    with open_database(args.path, readonly=True) as db:
+        if args.attempt is None:
+            attempts = story.attempts(db, include_internal=args.all)
+            if args.json:
+                _dump([to_dict(attempt) for attempt in attempts])
+                return
+            lines = story_text.attempts_lines(attempts)
+        else:
+            told = story.branch_story(db, story_text.attempt_branch(db, args.attempt))
+            if args.json:
+                _dump(to_dict(told))
+                return
+            lines = story_text.story_lines(told)
+        for line in lines:
+            print(line)
 
 
 def cmd_show(args: argparse.Namespace) -> None:
@@ -484,6 +504,17 @@ def build_parser() -> argparse.ArgumentParser:
     log.add_argument("--as-of", type=_as_of, help="a version or an ISO datetime")
     log.add_argument("--type", help="only events of this type")
     log.add_argument("--limit", type=int)
+
+    told = command(
+        "story",
+        "The attempts as the explorer tells them (title, status, where each came from, "
+        "how it ended); with ATTEMPT, its conversation and steps.",
+        cmd_story,
+    )
+    told.add_argument(
+        "attempt", nargs="?", help="a branch, or an attempt's title (a LangGraph thread id)"
+    )
+    told.add_argument("--all", action="store_true", help="also the internal branches")
 
     show = command("show", "Show all state of a branch (as of a version).", cmd_show)
     show.add_argument("--branch", default="default")

@@ -1,4 +1,4 @@
-"""The rewinddb command: branches, log, show, diff, each with --json."""
+"""The rewinddb command: branches, log, show, diff, story, each with --json."""
 
 from __future__ import annotations
 
@@ -91,6 +91,51 @@ def test_errors_are_one_clear_line(agent: Path, capsys: pytest.CaptureFixture[st
     with pytest.raises(SystemExit) as exit_info:
         main(["show", str(agent), "--as-of", "yesterday"])
     assert exit_info.value.code == 2
+
+
+def test_story_lists_the_attempts_and_tells_one(
+    agent: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _cli(capsys, "story", str(agent))
+    assert code == 0
+    assert out.splitlines() == [
+        "default  (branch, open)",
+        "run-1  (attempt, finished)",
+        "  from     fork of default at version 2",
+        '  outcome  {"score":90}',
+    ]
+    code, out, _ = _cli(capsys, "story", str(agent), "run-1")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "attempt run-1 - finished" and "steps (5 steps)" in lines
+    steps = lines[lines.index("steps (5 steps)") + 1 :]
+    assert [line.split()[1] if "----" not in line else "fork" for line in steps] == [
+        "wrote",
+        "wrote",
+        "fork",
+        "tool.call",
+        "wrote",
+        "run.end",
+    ]
+    assert steps[0].endswith("v1 (on default)")
+    _, out, _ = _cli(capsys, "story", str(agent), "run-1", "--json")
+    told = json.loads(out)
+    assert told["summary"]["status"] == "finished" and told["steps"]["total"] == 5
+    _, out, _ = _cli(capsys, "story", str(agent), "--json")
+    rows = json.loads(out)
+    assert [row["branch"]["name"] for row in rows] == ["default", "run-1"]
+    assert rows[1]["summary"]["fork"]["label"] == "fork of default at version 2"
+
+
+def test_story_of_an_unknown_attempt_says_how_to_list_them(
+    agent: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _cli(capsys, "story", str(agent), "nope")
+    assert code == 1 and not out
+    assert err.strip() == (
+        "rewinddb: error: [not_found.engine.branch] no attempt or branch is called 'nope'; "
+        "`rewinddb story PATH` lists them"
+    )
 
 
 def test_the_installed_command_runs(agent: Path) -> None:

@@ -1,0 +1,120 @@
+"""The story as a terminal prints it (``rewinddb story``): the attempts, and one
+attempt's conversation and steps, in the words the explorer uses (``story``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from . import story
+from .database import Database
+from .errors import InvalidInputError, NotFoundError
+from .presenters import Fork, Message, Step, payload_text
+
+#: How much of a message or an outcome a line shows.
+TEXT_CHARS = 300
+
+
+def _short(text: str, limit: int = TEXT_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def attempt_branch(db: Database, name: str) -> str:
+    """The branch ``name`` means: a branch of that name, else the one attempt titled so
+    (a LangGraph thread by its thread id)."""
+    if db.branches.exists(name):
+        return name
+    titled = [a.branch.name for a in story.attempts(db) if a.summary.title == name]
+    if len(titled) == 1:
+        return titled[0]
+    if titled:
+        raise InvalidInputError(
+            f"{len(titled)} attempts are called {name!r}: name one by its branch "
+            f"({', '.join(titled)})",
+            code="invalid.branch",
+        )
+    raise NotFoundError(
+        f"no attempt or branch is called {name!r}; `rewinddb story PATH` lists them",
+        code="not_found.engine.branch",
+    )
+
+
+def attempts_lines(attempts: list[story.Attempt]) -> Iterator[str]:
+    """Each attempt: its title, kind and status, where it came from, how it ended."""
+    for attempt in attempts:
+        summary = attempt.summary
+        yield f"{summary.title}  ({summary.kind}, {story.status_text(summary)})"
+        if summary.title != attempt.branch.name:
+            yield f"  branch   {attempt.branch.name}"
+        if summary.fork is not None:
+            yield f"  from     {summary.fork.label}"
+        if summary.outcome:
+            yield f"  outcome  {_short(summary.outcome)}"
+
+
+def story_lines(told: story.BranchStory) -> Iterator[str]:
+    """One attempt: its summary, then its conversation (if it has one) and its steps,
+    the newest page of each, oldest first."""
+    summary, fork = told.summary, told.summary.fork
+    yield f"{summary.kind} {summary.title} - {story.status_text(summary)}"
+    yield f"  branch   {told.branch.name}"
+    if fork is not None:
+        yield f"  from     {fork.label}"
+    if summary.outcome:
+        yield f"  outcome  {_short(summary.outcome)}"
+    transcript = told.transcript
+    if transcript is not None and transcript.total:
+        yield ""
+        yield f"conversation ({_page_words(len(transcript.messages), transcript.total, 'message')})"
+        for said in story.chat(transcript, fork):
+            yield from _chat_lines(said)
+    page = told.steps
+    yield ""
+    yield f"steps ({_page_words(len(page.steps), page.total, 'step')})"
+    for row in story.step_items(page, fork, newest=page.newer is None):
+        if row.step is not None:
+            yield _step_line(row.step)
+        elif row.fork is not None:
+            yield _fork_line(row.fork)
+
+
+def _page_words(shown: int, total: int, noun: str) -> str:
+    plural = noun if total == 1 else noun + "s"
+    return f"{total:,} {plural}" if shown == total else f"the last {shown:,} of {total:,} {plural}"
+
+
+def _chat_lines(item: story.ChatItem) -> Iterator[str]:
+    if item.message is not None:
+        yield from _message_lines(item.message, item.inherited)
+    elif item.interrupt is not None:
+        question, _rest = story.question_text(item.interrupt)
+        asked = f"  ? {item.interrupt.node or 'the graph'} asks: {_short(question)}"
+        if item.interrupt.resumed:
+            asked += f" -> answered {_short(payload_text(item.interrupt.resume), 120)}"
+        else:
+            asked += " (waiting for an answer)"
+        yield asked
+    elif item.fork is not None:
+        yield _fork_line(item.fork)
+
+
+def _message_lines(message: Message, inherited: bool) -> Iterator[str]:
+    role = story.role_of(message)
+    name = message.role if role == "other" else role
+    mark = "  " if not inherited else "  ."  # (said before the fork point)
+    if message.text:
+        yield f"{mark}{name:6} {_short(message.text)}"
+    for call in message.tool_calls:
+        arguments = _short(payload_text(call.arguments), 120)
+        result = "no result yet" if call.result is None else _short(call.result, 160)
+        yield f"{mark}{name:6} calls {call.name}({arguments}) -> {result}"
+
+
+def _step_line(step: Step) -> str:
+    where = f" (on {step.branch})" if step.inherited else ""
+    source = f" [{step.source}]" if step.source else ""
+    return f"  {step.number:>4}  {_short(step.label, 80)}{source}  v{step.version}{where}"
+
+
+def _fork_line(fork: Fork) -> str:
+    return f"  ---- {fork.label} ----"

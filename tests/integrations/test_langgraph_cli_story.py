@@ -1,0 +1,90 @@
+"""``rewinddb story`` on a LangGraph database: threads by their thread ids, the
+conversation with its tool calls and approvals, and forks by what they are."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import Command, interrupt
+
+from rewinddb.cli import main
+from rewinddb.integrations.langgraph import RewindSaver
+
+
+class State(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def agent(state: State) -> dict[str, Any]:
+    last = state["messages"][-1]
+    if isinstance(last, HumanMessage):
+        call = {"name": "get_weather", "args": {"city": str(last.content)}, "id": "call-1"}
+        return {"messages": [AIMessage("Checking.", tool_calls=[call])]}
+    return {"messages": [AIMessage(f"It is {last.content}.")]}
+
+
+def tools(state: State) -> dict[str, Any]:
+    answer = interrupt({"question": "Call the weather service?"})
+    result = "sunny" if answer == "yes" else "unknown"
+    return {"messages": [ToolMessage(result, tool_call_id="call-1")]}
+
+
+def route(state: State) -> str:
+    last = state["messages"][-1]
+    return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
+
+
+def record(path: Path) -> None:
+    builder = StateGraph(State)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", tools)
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", route)
+    builder.add_edge("tools", "agent")
+    with RewindSaver.from_path(path) as saver:
+        graph = builder.compile(checkpointer=saver)
+        config: Any = {"configurable": {"thread_id": "weather/ü"}}
+        graph.invoke({"messages": [HumanMessage("Lisbon")]}, config)
+        graph.invoke(Command(resume="yes"), config)
+        first = list(graph.get_state_history(config))[-2]  # before the agent's first step
+        graph.update_state(first.config, {"messages": [HumanMessage("Porto")]})
+
+
+def test_story_tells_a_thread_by_its_thread_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "agent"
+    record(path)
+    assert main(["story", str(path)]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0] == "weather/ü  (thread, finished)"
+    assert "lg-index" not in "\n".join(listed)  # the saver's bookkeeping is internal
+    fork = next(line for line in listed if line.startswith("weather/ü~"))
+    assert "(thread, " in fork
+    assert main(["story", str(path), "weather/ü"]) == 0
+    told = capsys.readouterr().out.splitlines()
+    assert told[0] == "thread weather/ü - finished"
+    conversation = told[told.index("conversation (4 messages)") + 1 :]
+    assert conversation[:4] == [
+        "  human  Lisbon",
+        "  ai     Checking.",
+        '  ai     calls get_weather({"city":"Lisbon"}) -> sunny',
+        "  ? tools asks: Call the weather service? -> answered yes",
+    ]
+    assert "  ai     It is sunny." in conversation
+    assert any(line.split()[1:2] == ["agent"] for line in told if line.startswith("    "))
+
+
+def test_story_json_of_a_thread(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "agent"
+    record(path)
+    assert main(["story", str(path), "weather/ü", "--json"]) == 0
+    told = json.loads(capsys.readouterr().out)
+    assert told["summary"]["title"] == "weather/ü"
+    assert [m["role"] for m in told["transcript"]["messages"]] == ["human", "ai", "tool", "ai"]
