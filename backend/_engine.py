@@ -538,7 +538,7 @@ class Engine:
                     branch=name,
                 )
             raise BranchNotFound(
-                f"branch {name!r} does not exist; see db.branches.list()", branch=name
+                f"branch {name!r} does not exist (or was deleted)", branch=name
             )
         record = branch_record(row)
         self.memory.put("branch_id", record.id, record)

@@ -38,11 +38,16 @@ def _as_of(text: str | None) -> int | datetime | None:
     if text.lstrip("-").isdigit():
         return int(text)
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{text!r} is neither a version number nor an ISO datetime"
         ) from None
+    if when.tzinfo is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has no timezone: add one, as in {text}Z (UTC) or {text}+02:00"
+        )
+    return when
 
 
 def _dump(data: Any) -> None:

@@ -80,8 +80,8 @@ def test_errors_are_one_clear_line(agent: Path, capsys: pytest.CaptureFixture[st
     code, _, err = _cli(capsys, "log", str(agent), "--branch", "nope")
     assert code == 1
     assert err.strip() == (
-        "rewinddb: error: [not_found.engine.branch] branch 'nope' does not exist; "
-        "see db.branches.list()"
+        "rewinddb: error: [not_found.engine.branch] branch 'nope' does not exist "
+        "(or was deleted)"
     )
     code, _, err = _cli(capsys, "show", str(agent), "--branch", "run-1", "--as-of", "1")
     assert code == 1 and "history_unavailable" in err
@@ -91,6 +91,10 @@ def test_errors_are_one_clear_line(agent: Path, capsys: pytest.CaptureFixture[st
     with pytest.raises(SystemExit) as exit_info:
         main(["show", str(agent), "--as-of", "yesterday"])
     assert exit_info.value.code == 2
+    with pytest.raises(SystemExit) as exit_info:
+        main(["show", str(agent), "--as-of", "2026-01-02T10:00:00"])
+    assert exit_info.value.code == 2
+    assert "has no timezone: add one, as in 2026-01-02T10:00:00Z" in capsys.readouterr().err
 
 
 def test_story_lists_the_attempts_and_tells_one(
