@@ -49,7 +49,17 @@ from rewinddb.presenters import (
 )
 
 from . import _kept, _names
-from .readable import as_text, is_encoded, message, question_text, readable, said, undecodable
+from .readable import (
+    as_text,
+    is_encoded,
+    message,
+    message_likes,
+    question_text,
+    readable,
+    said,
+    undecodable,
+    written_messages,
+)
 
 if TYPE_CHECKING:
     from rewinddb.diff import Change
@@ -154,6 +164,30 @@ class _Write:
     channel: str
     value: Any
     kept: _Kept | None = dataclass_field(default=None, compare=False)
+
+
+class _TextRole:
+    """The role a bare string written to the ``messages`` channel takes: ``human`` where
+    the channel holds LangChain messages (``add_messages`` makes a string a
+    ``HumanMessage``), else ``message`` (a plain list of texts, shown as written). Read
+    once, when first asked, from the channel's newest item as of ``as_of``."""
+
+    __slots__ = ("_as_of", "_memo", "_role", "_view")
+
+    def __init__(self, view: rewinddb.BranchView, as_of: int | None, memo: dict[Any, Any]) -> None:
+        self._view, self._as_of, self._memo = view, as_of, memo
+        self._role: str | None = None
+
+    def __call__(self) -> str:
+        if self._role is None:
+            self._role = "message"
+            items = _items(self._view.kv.get(_names.channel_key(MESSAGES), as_of=self._as_of))
+            if items is not None and not items.plain and items.stored:
+                newest, _ = items.decoded(items.stored[-1], self._memo)
+                kind = newest.get("__class__") if isinstance(newest, dict) else None
+                if isinstance(kind, str) and kind.startswith(_MESSAGE_CLASSES):
+                    self._role = "human"
+        return self._role
 
 
 def _record(entry: HistoryEntry) -> _Record | None:
@@ -303,7 +337,8 @@ class LangGraphPresenter(Presenter):
             recent = self._recent_writes(db, view, length, as_of)
             own = [write for write in recent if write.checkpoint == head.id]
             status, waiting, failure = self._status(view, head, own, memo, as_of)
-            outcome = failure or self._last_answer(view, head, recent, memo, as_of)
+            texts = _TextRole(view, as_of, memo)
+            outcome = failure or self._last_answer(view, head, recent, memo, texts, as_of)
         return Summary(
             branch.name,
             self.name,
@@ -367,6 +402,7 @@ class LangGraphPresenter(Presenter):
         head: _Record,
         recent: list[_Write],
         memo: dict[Any, Any],
+        texts: _TextRole,
         as_of: int | None = None,
     ) -> str | None:
         """The text of the newest AI message (or plain-text message): from the newest
@@ -374,7 +410,7 @@ class LangGraphPresenter(Presenter):
         if head.source != "update":
             for write in reversed(recent):
                 if write.channel == MESSAGES and write.node != START:
-                    for found in reversed(self._written(write, memo)):
+                    for found in reversed(self._written(write, memo, texts)):
                         if found.role in ("ai", "message"):
                             return said(found)
         blob = view.kv.get(_names.channel_key(MESSAGES), as_of=as_of)
@@ -466,10 +502,11 @@ class LangGraphPresenter(Presenter):
                 return super().steps(db, branch, before=before, after=after, limit=limit)
             writes = self._writes(db, parent or (page[0] if page else None), page)
             memo: dict[Any, Any] = {}
+            texts = _TextRole(view, page[-1].version if page else None, memo)
             steps = []
             previous = parent
             for record in page:
-                steps.append(self._step(db, branch, record, previous, writes, memo))
+                steps.append(self._step(db, branch, record, previous, writes, memo, texts))
                 previous = record
             older = page[0].version if parent is not None else None
             head = page[-1] if page and before is None and after is None else self._newest(view)
@@ -531,7 +568,9 @@ class LangGraphPresenter(Presenter):
             record = records[-1]
             parent = records[-2] if len(records) > 1 else None
             writes = self._writes(db, parent or record, [record])
-            return self._step(db, branch, record, parent, writes, {})
+            memo: dict[Any, Any] = {}
+            texts = _TextRole(view, version, memo)
+            return self._step(db, branch, record, parent, writes, memo, texts)
 
     def step_by_id(self, db: rewinddb.Database, branch: str, checkpoint_id: str) -> Step:
         """The step of ``branch`` that is checkpoint ``checkpoint_id`` (found through the
@@ -620,6 +659,7 @@ class LangGraphPresenter(Presenter):
         parent: _Record | None,
         writes: dict[str, list[_Write]],
         memo: dict[Any, Any],
+        texts: _TextRole,
     ) -> Step:
         own = writes.get(record.id, []) if record.id else []
         ran = writes.get(parent.id, []) if parent is not None and parent.id else []
@@ -638,7 +678,7 @@ class LangGraphPresenter(Presenter):
             nodes = tuple(dict.fromkeys(str(w.node) for w in made))
             label = ", ".join("start" if n == START else n for n in nodes)
             label = label or record.source or "checkpoint"
-            added = self._messages(made, memo)
+            added = self._messages(made, memo, texts)
             events = tuple(write.sequence for write in ran)
             channels = tuple(dict.fromkeys(w.channel for w in made if not _bookkeeping(w.channel)))
         if not record.stored:
@@ -661,19 +701,23 @@ class LangGraphPresenter(Presenter):
             events=events,
         )
 
-    def _messages(self, writes: Iterable[_Write], memo: dict[Any, Any]) -> tuple[Message, ...]:
+    def _messages(
+        self, writes: Iterable[_Write], memo: dict[Any, Any], texts: _TextRole
+    ) -> tuple[Message, ...]:
         """The messages ``writes`` put in the ``messages`` channel."""
         found: list[Message] = []
         for write in writes:
             if write.channel == MESSAGES:
-                found.extend(self._written(write, memo))
+                found.extend(self._written(write, memo, texts))
         return tuple(found)
 
-    def _written(self, write: _Write, memo: dict[Any, Any]) -> list[Message]:
+    def _written(self, write: _Write, memo: dict[Any, Any], texts: _TextRole) -> list[Message]:
+        """The messages a write to the ``messages`` channel stands for (LangChain's
+        message-likes read as messages: ``written_messages``)."""
         value, stored = _shown(write, memo)
         if value is stored:  # left as stored: another serde's, or damaged
             return [undecodable(stored)]
-        return [message(item) for item in (value if isinstance(value, list) else [value])]
+        return written_messages(value, texts)
 
     def _edited(
         self,
@@ -844,13 +888,28 @@ class LangGraphPresenter(Presenter):
         from ``as_of`` for a few events per message, so older pages may get none. A
         write may hold a message before ``add_messages`` gave it its id (LangGraph saves
         writes in the background while the reducer sets ids on the same objects): such
-        a message is known by everything but its id."""
+        a message is known by everything but its id. A message-like that has no id (a
+        ``("user", "...")`` tuple, a string, a dict: ``add_messages`` made the message
+        and its id) is known by its role and text."""
         wanted = {mid: value for value in decoded if (mid := _id_of(value)) is not None}
         if not wanted:
             return {}
         unnamed = {_without_id(value): mid for mid, value in wanted.items()}
+        by_text: dict[tuple[str, str], list[str]] = {}
+        for mid, value in wanted.items():
+            shown = message(value)
+            by_text.setdefault((shown.role, shown.text), []).append(mid)
         found: dict[str, _Write] = {}
         edited: set[str] = set()
+
+        def like(written: Any) -> str | None:
+            """The wanted message an id-less message-like stands for (the newest of
+            those with its role and text not found yet)."""
+            (shown,) = written_messages(written, "human")
+            for mid in reversed(by_text.get((shown.role, shown.text), [])):
+                if mid not in found:
+                    return mid
+            return None
 
         def consider(write: _Write | None, inherited: set[str] | None = None) -> None:
             if write is None or write.channel != MESSAGES:
@@ -858,11 +917,16 @@ class LangGraphPresenter(Presenter):
             if inherited is not None and write.checkpoint not in inherited:
                 return
             value, _ = _shown(write, memo)
-            for written in value if isinstance(value, list) else [value]:
+            for written in message_likes(value):
                 mid = _id_of(written)
                 if mid is None and isinstance(written, dict):
                     mid = unnamed.get(_without_id(written))
-                    written = {**written, "id": mid}
+                    if mid is not None:
+                        written = {**written, "id": mid}
+                if mid is None:
+                    mid = like(written)
+                    if mid is not None:  # as the channel holds it (it has no other form)
+                        written = wanted[mid]
                 if mid in wanted and mid not in found:
                     found[mid] = write
                     if written != wanted[mid]:

@@ -33,6 +33,7 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -277,6 +278,80 @@ def _tool_calls(value: Any) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
+#: The roles LangChain's ``convert_to_messages`` takes in a ``(role, content)`` pair, as
+#: shown.
+_PAIR_ROLES = {
+    "human": "human",
+    "user": "human",
+    "ai": "ai",
+    "assistant": "ai",
+    "system": "system",
+    "developer": "system",
+    "tool": "tool",
+    "function": "function",
+}
+#: The message classes a LangChain constructor envelope (``{"lc": 1, "type":
+#: "constructor", "id": [..., "AIMessage"], "kwargs": {...}}``) names, as roles.
+_ENVELOPE_ROLES = {
+    f"{kind}{chunk}": role
+    for kind, role in (
+        ("HumanMessage", "human"),
+        ("AIMessage", "ai"),
+        ("SystemMessage", "system"),
+        ("ToolMessage", "tool"),
+        ("FunctionMessage", "function"),
+        ("ChatMessage", "chat"),
+    )
+    for chunk in ("", "Chunk")
+}
+
+
+def _pair(value: Any) -> bool:
+    """A ``(role, content)`` message pair (a tuple, which the serde stores as a list)."""
+    return (
+        type(value) is list
+        and len(value) == 2
+        and isinstance(value[0], str)
+        and value[0] in _PAIR_ROLES
+        and isinstance(value[1], (str, list))
+    )
+
+
+def _envelope(value: dict[str, Any]) -> dict[str, Any] | None:
+    """A LangChain constructor envelope of a message as the message's own fields."""
+    if value.get("lc") != 1 or value.get("type") != "constructor":
+        return None
+    names, fields = value.get("id"), value.get("kwargs")
+    if not isinstance(names, list) or not names or not isinstance(fields, dict):
+        return None
+    role = _ENVELOPE_ROLES.get(names[-1]) if isinstance(names[-1], str) else None
+    return None if role is None else {**fields, "type": role}
+
+
+def message_likes(value: Any) -> list[Any]:
+    """The message-likes a write to a messages channel holds (see ``written_messages``)."""
+    return [value] if not isinstance(value, list) or _pair(value) else value
+
+
+def written_messages(value: Any, text_role: str | Callable[[], str] = "message") -> list[Message]:
+    """What a node wrote to a messages channel (decoded), as the messages it stands for.
+    LangChain takes many message-likes (``add_messages``, ``convert_to_messages``): a
+    message, a ``(role, content)`` tuple (the serde stores it as a list), a dict with a
+    ``role`` or ``type``, a constructor envelope, a bare string (a human message where the
+    channel holds messages: ``text_role`` says which role it takes), or a list of those.
+    A list of two whose first item names a role reads as one tuple: as stored, a tuple and
+    a list are alike, and a node rarely writes the word "user" as a message of its own.
+    ``text_role`` may be a function, asked only when there is a bare string."""
+    found = []
+    for item in message_likes(value):
+        if isinstance(item, str):
+            role = text_role if isinstance(text_role, str) else text_role()
+            found.append(Message(role, item))
+        else:
+            found.append(message(item))
+    return found
+
+
 def undecodable(stored: Any) -> Message:
     """What could not be decoded (another serde's encoding, a damaged row), shown as stored."""
     text = stored if isinstance(stored, str) else as_text(stored)
@@ -293,8 +368,11 @@ def message(value: Any, stored: Any = None, step: int | None = None) -> Message:
         return replace(undecodable(value["__pickle__"]), step=step)
     if isinstance(value, str):
         return Message("message", value, step=step)
+    if _pair(value):  # a ("role", "content") tuple
+        return Message(_PAIR_ROLES[value[0]], _content_text(value[1]), step=step)
     if not isinstance(value, dict):
         return Message("message", as_text(value), step=step)
+    value = _envelope(value) or value
 
     def text(name: str) -> str | None:
         found = value.get(name)
