@@ -965,11 +965,20 @@ class RewindSaver(BaseCheckpointSaver[str]):
           namespace's newest N checkpoints.
         - ``delete``: ``delete_thread`` each thread.
 
-        ``as_of`` reads of what is kept answer as before; a read of the thread's branch
-        before its oldest kept checkpoint raises ``history_unavailable`` naming this
-        prune. Threads whose graph uses a ``DeltaChannel`` are refused (their state is
-        rebuilt from older checkpoints), before anything is pruned. Unknown threads
-        are skipped. Bad arguments: ``RewindError`` with code ``invalid.retention``.
+        Nothing of a checkpoint that goes stays readable, on any branch at any version
+        (its record, the channel values only it held, its pending writes), and after
+        ``db.gc()`` none of it is in the file; each kept checkpoint reads as before.
+        When the thread's kept checkpoints lie on its first branch (and a namespace's),
+        that branch keeps its versions: ``as_of`` reads of what is kept answer as
+        before, and a read before its oldest kept checkpoint raises
+        ``history_unavailable`` naming this prune. Otherwise (a kept checkpoint on a
+        time-travel fork, which reads what the branch it forked from held; a copy on
+        either side; a pruned checkpoint's pending write kept beside a kept one) the
+        kept checkpoints are written anew, each as it reads, on new branches that fork
+        from nothing, and the thread's old branches are purged. Threads whose graph
+        uses a ``DeltaChannel`` are refused (their state is rebuilt from older
+        checkpoints), before anything is pruned. Unknown threads are skipped. Bad
+        arguments: ``RewindError`` with code ``invalid.retention``.
         """
         if isinstance(thread_ids, str):
             raise _bad_retention("prune needs a list of thread ids, not one string")
@@ -1015,7 +1024,10 @@ class RewindSaver(BaseCheckpointSaver[str]):
             return drop
 
         self._erasing(
-            [partial(self._retain, thread_id, newest(thread_id), reason) for thread_id in threads]
+            [
+                partial(self._retain, thread_id, newest(thread_id), reason, exact=True)
+                for thread_id in threads
+            ]
         )
 
     def _erasing(self, steps: Iterable[Callable[[], builtins.list[str]]]) -> None:
@@ -1035,12 +1047,16 @@ class RewindSaver(BaseCheckpointSaver[str]):
         reason: str | None,
         *,
         deleting: bool = False,
+        exact: bool = False,
     ) -> builtins.list[str]:
         """Remove the checkpoints ``choose`` picks among the thread's (index records by
         key), and what only they needed; in the open saver write. ``reason`` names the
         prune in ``history_unavailable`` (None: nothing is kept, so no history is cut);
         ``deleting``: the whole thread goes (its tombstone then also drops late
-        checkpoints). Returns the index keys it removed, to be erased."""
+        checkpoints); ``exact``: nothing of a checkpoint that goes may stay readable
+        (``prune``): when cutting the branches' history would leave some of it, the
+        kept checkpoints are written anew (``_rebuild``). Returns the index keys it
+        removed, to be erased."""
         escaped = _names.escape(thread_id)
         entries: dict[str, dict] = self.index.get_many(self.index.records(thread_id))
         own_keys = self.index.keys(f"own/{escaped}/")
@@ -1060,6 +1076,16 @@ class RewindSaver(BaseCheckpointSaver[str]):
             if entries[key].get("run_id"):
                 run_id = str(entries[key]["run_id"])
                 removed.append(_names.run_key(run_id, thread_id, ns, checkpoint_id))
+        if dropped:
+            gone = _names.gone_key(thread_id)
+            newest = max(_names.parse_checkpoint_key(key)[2] for key in dropped)
+            tombstone = dict(self.index.get(gone) or {})
+            tombstone["through"] = max(tombstone.get("through", newest), newest)
+            if deleting:
+                tombstone["deleted"] = max(tombstone.get("deleted", newest), newest)
+            puts[gone] = tombstone
+        if exact and kept and dropped and self._leaves_behind(kept, dropped, entries, owned):
+            return self._rebuild(thread_id, kept, owned, ns_keys, ref_keys, removed, puts)
         heads: dict[str, tuple[str, dict]] = {}
         for key, entry in kept.items():
             _, ns, checkpoint_id = _names.parse_checkpoint_key(key)
@@ -1090,14 +1116,6 @@ class RewindSaver(BaseCheckpointSaver[str]):
         removed += [owned[branch] for branch in released]
         unread = [key for key in ref_keys if _names.branch_of_key(key) not in needed]
         removed += unread
-        if dropped:
-            gone = _names.gone_key(thread_id)
-            newest = max(_names.parse_checkpoint_key(key)[2] for key in dropped)
-            tombstone = dict(self.index.get(gone) or {})
-            tombstone["through"] = max(tombstone.get("through", newest), newest)
-            if deleting:
-                tombstone["deleted"] = max(tombstone.get("deleted", newest), newest)
-            puts[gone] = tombstone
         self.index.write(puts, removed)
         self._release(released)
         removed += self._unread({_names.branch_of_key(key) for key in unread})
@@ -1107,6 +1125,181 @@ class RewindSaver(BaseCheckpointSaver[str]):
             for branch in trimmed:
                 self._cut(branch, (), reason)
         return removed
+
+    def _leaves_behind(
+        self,
+        kept: dict[str, dict],
+        dropped: set[str],
+        entries: dict[str, dict],
+        owned: dict[str, str],
+    ) -> bool:
+        """Whether purging the branches no kept checkpoint reads and cutting the others'
+        history before their oldest kept checkpoint would leave something of a dropped
+        checkpoint readable. It does not for a thread whose every kept checkpoint lies on
+        a branch of its own that forks from nothing (a thread's first branch, a
+        namespace's), that no copy reads, on which each dropped checkpoint comes before
+        every kept one, whose state at the cut is the oldest kept checkpoint's alone (no
+        ``write/`` key of an older checkpoint's pending write) and whose events from the
+        kept checkpoints' on are theirs (no late write of a dropped one). Any other thread
+        (a time-travel fork that holds a kept checkpoint, a copy on either side) is
+        written anew."""
+        needed: dict[str, builtins.list[dict]] = {}
+        for entry in kept.values():
+            if entry["read"] != entry["branch"] or entry["branch"] not in owned:
+                return True  # a copy's checkpoint: it reads its source's branch
+            needed.setdefault(entry["branch"], []).append(entry)
+        dropped_ids = {_names.parse_checkpoint_key(key)[2] for key in dropped}
+        for branch, on in needed.items():
+            info = self.db.branches.get(branch)
+            if info.parent != "default" or info.forked_at != 0:
+                return True  # what it inherited would stay readable through it
+            if self.index.keys(f"ref/{_names.escape(branch)}/"):
+                return True  # a copy reads it: its history could not be cut
+            cut = min(entry["version"] for entry in on)
+            if any(
+                entries[key]["read"] == branch and entries[key]["version"] >= cut for key in dropped
+            ):
+                return True
+            view = self.db.at(branch)
+            stored = view.kv.get(_names.CHECKPOINT_KEY, as_of=cut)
+            versions = _open(self.serde, stored).checkpoint["channel_versions"]
+            for key in view.kv.keys(_names.WRITE_PREFIX, as_of=cut):
+                if view.kv.history(key, as_of=cut, limit=1)[0].version < cut:
+                    return True  # an older checkpoint's pending write
+            channels = view.kv.keys(_names.CHANNEL_PREFIX, as_of=cut)
+            for key, blob in view.kv.get_many(channels, as_of=cut).items():
+                channel = key[len(_names.CHANNEL_PREFIX) :]
+                if not isinstance(blob, dict) or blob.get("version") != versions.get(channel):
+                    return True  # a value the oldest kept checkpoint does not hold
+            start = min(entry["events"] for entry in on)
+            for item in view.events.list(
+                event_type=_names.WRITE_EVENT, after=start - 1 if start else None
+            ):
+                payload = item.event.payload
+                if not isinstance(payload, dict) or payload.get("checkpoint_id") in dropped_ids:
+                    return True
+        return False
+
+    def _rebuild(
+        self,
+        thread_id: str,
+        kept: dict[str, dict],
+        owned: dict[str, str],
+        ns_keys: builtins.list[str],
+        ref_keys: builtins.list[str],
+        removed: builtins.list[str],
+        puts: dict[str, Any],
+    ) -> builtins.list[str]:
+        """Write the kept checkpoints anew, each as it reads (its record, the channel
+        values it holds, its pending writes), on new branches of the thread that fork
+        from nothing (and from each other where a kept checkpoint's kept parent already
+        has a child, as ``put`` places them); then purge every branch the thread had
+        (one a copy reads is held, see ``_release``). Nothing of the checkpoints that go
+        stays: not what a fork inherited, nor a pending write stored late. ``removed``
+        and ``puts``: the index changes ``_retain`` made so far (the dropped records,
+        the tombstone). In the open saver write; returns the index keys to erase."""
+        copies = []
+        for key in sorted(kept, key=lambda key: _names.parse_checkpoint_key(key)[2]):
+            entry = kept[key]
+            _, ns, checkpoint_id = _names.parse_checkpoint_key(key)
+            view, at = self.db.at(entry["read"]), entry["version"]
+            stored = view.kv.get(_names.CHECKPOINT_KEY, as_of=at)
+            opened = _open(self.serde, stored)
+            versions, triggers = opened.checkpoint["channel_versions"], opened.triggers
+            channels = {
+                _names.channel_key(c): version
+                for c, version in versions.items()
+                if triggers is None or not _names.is_trigger(c)
+            }
+            values = {
+                k: blob
+                for k, blob in view.kv.get_many(builtins.list(channels), as_of=at).items()
+                if isinstance(blob, dict) and blob.get("version") == channels[k]
+            }
+            writes = [
+                (payload, self._kept_write(branch, payload))
+                for payload, branch in self._write_payloads(entry, checkpoint_id)
+            ]
+            parent = entry.get("parent")
+            if parent and _names.checkpoint_key(thread_id, ns, parent) not in kept:
+                parent = None
+            if stored.get("parent") != parent:
+                stored = {**stored, "parent": parent}
+            copies.append((key, ns, checkpoint_id, entry, stored, values, writes, parent))
+        self._release(builtins.list(owned))
+        removed += owned.values()
+        placed: dict[str, tuple[str, int, dict]] = {}  # id -> branch, version, channels
+        heads: dict[str, str] = {}  # branch -> the id of its newest checkpoint
+        mains: dict[str, str] = {}  # namespace -> its first branch
+        newest: dict[str, tuple[str, str]] = {}  # namespace -> its newest id, its branch
+        for key, ns, checkpoint_id, entry, stored, values, writes, parent in copies:
+            base: dict[str, Any] = {}
+            if parent is not None and parent in placed:
+                source, at, base = placed[parent]
+                if heads[source] == parent:
+                    branch = source
+                else:
+                    branch = self._free_name(_names.fork_branch(mains[ns], checkpoint_id))
+                    self.db.branches.fork(source, branch, at=at)
+            else:
+                if ns not in mains:
+                    main = _names.main_branch(thread_id, ns)
+                    if self.db.branches.exists(main):  # held for a copy that reads it
+                        main = self._free_name(_names.fork_branch(main, checkpoint_id))
+                    branch = mains[ns] = main
+                else:
+                    branch = self._free_name(_names.fork_branch(mains[ns], checkpoint_id))
+                self.db.branches.fork("default", branch, at=0)
+            puts[_names.owned_key(thread_id, branch)] = True
+            view = self.db.at(branch)
+            events = view.events.length()
+            changed = {k: blob for k, blob in values.items() if base.get(k) != blob}
+            with view.transaction(trigger="langgraph.checkpoint", message=checkpoint_id):
+                version = view.kv.put_many({_names.CHECKPOINT_KEY: stored, **changed})
+                for k in base.keys() - values.keys():
+                    view.kv.delete(k)
+            self._copy_writes(view, writes)
+            placed[checkpoint_id] = (branch, version, values)
+            heads[branch] = checkpoint_id
+            newest[ns] = (checkpoint_id, branch)
+            puts[key] = {
+                "branch": branch,
+                "read": branch,
+                "version": version,
+                "events": events,
+                "parent": parent,
+                "run_id": entry.get("run_id"),
+            }
+        for ns, (head, branch) in newest.items():
+            puts[_names.namespace_key(thread_id, ns)] = {
+                "main": mains[ns],
+                "head": head,
+                "newest": branch,
+            }
+        removed += [key for key in ns_keys if key not in puts]
+        removed += ref_keys
+        removed = [key for key in dict.fromkeys(removed) if key not in puts]
+        self.index.write(puts, removed)
+        removed += self._unread({_names.branch_of_key(key) for key in ref_keys})
+        return removed
+
+    def _copy_writes(
+        self, view: rewinddb.BranchView, writes: builtins.list[tuple[dict, dict | None]]
+    ) -> None:
+        """Append pending writes as stored (``_rebuild``), one version per task as
+        ``put_writes`` stores them; a value kept as a channel value is stored again
+        beside its event, which names where."""
+        tasks: dict[str, builtins.list[tuple[dict, dict | None]]] = {}
+        for payload, blob in writes:
+            tasks.setdefault(payload["task_id"], []).append((payload, blob))
+        for task_id, task in tasks.items():
+            with view.transaction(trigger="langgraph.writes", message=task_id):
+                for payload, blob in task:
+                    at = _kept.kept_at(payload)
+                    if blob is not None and at is not None:
+                        version = view.kv.put(at[0], blob)
+                        payload = {**payload, _kept.VALUE_AT: _kept.place(at[0], version)}
+                    view.events.append(_names.WRITE_EVENT, payload)
 
     def _older_than_newest(self, thread_id: str, entries: dict[str, dict], count: int) -> set[str]:
         """The checkpoint keys ``prune`` removes: all but each namespace's ``count``

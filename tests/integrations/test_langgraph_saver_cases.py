@@ -1,0 +1,281 @@
+"""RewindSaver cases a new user's trial found, each with real LangGraph graphs: a prune
+leaves nothing of what it pruned readable anywhere (a time-travel fork, a copy, pending
+writes kept as keys), what the saver stores is what LangGraph gave it when it called,
+``get_tuple`` answers with the caller's config, and thread ids as LangGraph's own
+savers take them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import Command, interrupt
+from leaks import encodings, hits_in_files
+from typing_extensions import TypedDict
+
+import rewinddb
+from rewinddb.integrations.langgraph import RewindSaver
+
+#: Words each turn of a test says, no two with a stretch in common (``found`` looks for
+#: their base64 too, which a common prefix would share).
+WORDS = ("kumquat4711", "marzipan0923", "tangerine5588", "zeppelin2046")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def both(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RewindSaver]:
+    """A saver on SQLite, and on a fresh PostgreSQL schema."""
+    target: Any = tmp_path / "agent"
+    if request.param == "postgresql":
+        target = request.getfixturevalue("postgres_url")
+    with RewindSaver.from_path(target) as saver:
+        yield saver
+
+
+def config(thread_id: Any, **more: Any) -> Any:
+    return {"configurable": {"thread_id": thread_id, **more}}
+
+
+# -- prune leaves nothing of what it pruned ----------------------------------------------
+
+
+def echo_graph(checkpointer: Any) -> Any:
+    def bot(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage("echo " + str(state["messages"][-1].content))]}
+
+    return (
+        StateGraph(MessagesState)
+        .add_node("bot", bot)
+        .add_edge(START, "bot")
+        .compile(checkpointer=checkpointer)
+    )
+
+
+class Noted(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+    notes: dict[str, str]
+
+
+def noted_graph(checkpointer: Any) -> Any:
+    """``remember`` (a 20-member dict: a pending write kept as a ``write/`` key) and
+    ``ask`` (an interrupt) run in parallel, so each turn's first checkpoint keeps writes
+    pending until the resume."""
+
+    def remember(state: Noted) -> dict[str, Any]:
+        said = str(state["messages"][-1].content)
+        notes = {f"note-{i}": f"{i}: {said[::-1]}" for i in range(20)}  # not in a message
+        return {"messages": [AIMessage(f"noted: {said}")], "notes": notes}
+
+    def ask(state: Noted) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"you said {interrupt('go on?')}")]}
+
+    builder = StateGraph(Noted)
+    builder.add_node("remember", remember)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "remember")
+    builder.add_edge(START, "ask")
+    return builder.compile(checkpointer=checkpointer)
+
+
+def tuples(saver: Any, thread_id: str) -> dict[str, CheckpointTuple]:
+    """Every checkpoint of the thread (all namespaces) as LangGraph reads it, by id."""
+    return {t.checkpoint["id"]: t for t in saver.list(config(thread_id))}
+
+
+def readable(db: rewinddb.Database, branches: Iterable[str] | None = None) -> str:
+    """All that a reader of the database can see: every live branch's state and events
+    as of every version (what cannot be read there is skipped)."""
+    seen = []
+    for name in db.branches.names() if branches is None else branches:
+        view = db.at(name)
+        for version in range(db.version + 1):
+            try:
+                state = view.snapshot(as_of=version)
+                events = view.events.list(as_of=version)
+            except rewinddb.RewindError:
+                continue
+            seen.append(repr(state))
+            seen.append(repr([(item.event.event_type, item.event.payload) for item in events]))
+    return "\n".join(seen)
+
+
+def found(text: str, secret: str) -> bool:
+    """Whether ``secret`` is in ``text`` as itself or base64 (the serde's msgpack)."""
+    return any(needle.decode() in text for needle in encodings(secret))
+
+
+def left_of_the_pruned(
+    db: rewinddb.Database, after: dict[str, CheckpointTuple], secrets: Iterable[str]
+) -> tuple[list[str], list[str]]:
+    """Of ``secrets``: those no kept checkpoint holds (only pruned ones did), and those
+    of them still readable in the database."""
+    kept = repr(after)
+    gone = [secret for secret in secrets if not found(kept, secret)]
+    everything = readable(db)
+    return gone, [secret for secret in gone if found(everything, secret)]
+
+
+def pruned_cleanly(
+    db: rewinddb.Database, before: dict[str, CheckpointTuple], after: dict[str, CheckpointTuple]
+) -> set[str]:
+    """Check that each kept checkpoint reads as before (no parent when its parent went)
+    and that no pruned checkpoint's id is readable on a thread branch; returns the ids of
+    those that went."""
+    gone = set(before) - set(after)
+    assert gone and after
+    for checkpoint_id, now in after.items():
+        was = before[checkpoint_id]
+        parent = was.parent_config
+        if parent is not None and parent["configurable"]["checkpoint_id"] in gone:
+            was = was._replace(parent_config=None)
+        assert now == was
+    threads = readable(db, [name for name in db.branches.names() if name.startswith("lg/")])
+    assert [checkpoint_id for checkpoint_id in gone if checkpoint_id in threads] == []
+    assert db.verify().ok
+    return gone
+
+
+def test_keep_latest_with_the_newest_on_a_fork_leaves_nothing_of_the_old_line(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "agent"
+    with RewindSaver.from_path(path) as saver:
+        graph, twin = echo_graph(saver), echo_graph(InMemorySaver())
+        for g in (graph, twin):
+            for text in ["one", "PRUNED-two-4f1c9e", "PRUNED-three-8a2d7b"]:
+                g.invoke({"messages": [HumanMessage(text, id=text)]}, config("t"))
+            after_one = [s for s in g.get_state_history(config("t")) if s.metadata["step"] == 1]
+            g.invoke({"messages": [HumanMessage("fork", id="fork")]}, after_one[-1].config)
+        before = tuples(saver, "t")
+        newest = graph.get_state(config("t"))
+
+        saver.prune(["t"])
+
+        after = tuples(saver, "t")
+        assert list(after) == [newest.config["configurable"]["checkpoint_id"]]
+        pruned_cleanly(saver.db, before, after)
+        everything = readable(saver.db)
+        assert not found(everything, "PRUNED-two-4f1c9e")
+        assert not found(everything, "PRUNED-three-8a2d7b")
+        assert [m.content for m in graph.get_state(config("t")).values["messages"]] == [
+            "one",
+            "echo one",
+            "fork",
+            "echo fork",
+        ]
+        graph.invoke({"messages": [HumanMessage("on", id="on")]}, config("t"))
+        twin.invoke({"messages": [HumanMessage("on", id="on")]}, config("t"))
+        ours, theirs = graph.get_state(config("t")), twin.get_state(config("t"))
+        assert ours.next == theirs.next
+        assert [m.content for m in ours.values["messages"]] == [
+            m.content for m in theirs.values["messages"]
+        ]
+        saver.db.gc()
+    assert hits_in_files(path, "PRUNED-two-4f1c9e") == []
+    assert hits_in_files(path, "PRUNED-three-8a2d7b") == []
+
+
+@pytest.mark.parametrize("keep", [2, 3, 5])
+def test_keep_last_across_a_fork_keeps_exactly_the_newest(both: RewindSaver, keep: int) -> None:
+    saver = both
+    graph = noted_graph(saver)
+    for turn in range(3):
+        graph.invoke({"messages": [HumanMessage(f"turn {turn} {WORDS[turn]}")]}, config("t"))
+        graph.invoke(Command(resume=f"yes {turn}"), config("t"))
+    past = [s for s in graph.get_state_history(config("t")) if s.next == ("remember", "ask")][-1]
+    graph.invoke(Command(resume="fork"), past.config)  # a fork of the first turn
+    graph.invoke({"messages": [HumanMessage("after the fork")]}, config("t"))  # waits
+    before = tuples(saver, "t")
+    newest = sorted(before, reverse=True)[:keep]
+
+    saver.prune(["t"], strategy="keep_last", keep=keep)
+
+    after = tuples(saver, "t")
+    assert sorted(after, reverse=True) == newest
+    pruned_cleanly(saver.db, before, after)
+    gone, left = left_of_the_pruned(saver.db, after, [w[::-1] for w in WORDS[:3]])
+    assert left == []
+    assert (WORDS[1][::-1] in gone) is (keep < 5)  # (its turn's notes are kept with 5)
+    graph.invoke(Command(resume="done"), config("t"))  # the waiting turn goes on
+    assert graph.get_state(config("t")).next == ()
+
+
+def test_pending_writes_kept_as_keys_go_with_their_checkpoint(saver: RewindSaver) -> None:
+    graph = noted_graph(saver)
+    for turn in range(3):
+        graph.invoke({"messages": [HumanMessage(f"turn {turn} {WORDS[turn]}")]}, config("t"))
+        if turn < 2:
+            graph.invoke(Command(resume=f"yes {turn}"), config("t"))
+    before = tuples(saver, "t")
+    assert saver.get_tuple(config("t")).pending_writes  # the last turn waits
+
+    saver.prune(["t"])
+
+    after = tuples(saver, "t")
+    assert len(after) == 1
+    pruned_cleanly(saver.db, before, after)
+    assert left_of_the_pruned(saver.db, after, [WORDS[0][::-1]]) == ([WORDS[0][::-1]], [])
+    graph.invoke(Command(resume="yes 2"), config("t"))
+    assert "you said yes 2" in [m.content for m in graph.get_state(config("t")).values["messages"]]
+
+
+def test_prune_of_a_copy_leaves_the_source_whole_and_keeps_nothing_it_dropped(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "agent"
+    with RewindSaver.from_path(path) as saver:
+        graph = noted_graph(saver)
+        for turn in range(2):
+            graph.invoke({"messages": [HumanMessage(f"turn {turn} {WORDS[turn]}")]}, config("src"))
+            graph.invoke(Command(resume=f"yes {turn}"), config("src"))
+        saver.copy_thread("src", "copy")
+        graph.invoke({"messages": [HumanMessage("copy's own turn")]}, config("copy"))
+        source = tuples(saver, "src")
+        before = tuples(saver, "copy")
+
+        saver.prune(["copy"])
+
+        assert tuples(saver, "src") == source
+        after = tuples(saver, "copy")
+        assert len(after) == 1
+        for checkpoint_id, now in after.items():
+            assert now == before[checkpoint_id]._replace(parent_config=None)
+        saver.delete_thread("src")  # the copy read its branches: now nothing does
+        assert left_of_the_pruned(saver.db, after, [WORDS[0][::-1]]) == ([WORDS[0][::-1]], [])
+        assert saver.db.verify().ok
+        assert tuples(saver, "copy") == after
+        graph.invoke(Command(resume="copied"), config("copy"))
+        assert graph.get_state(config("copy")).next == ()
+        saver.db.gc()
+    assert hits_in_files(path, WORDS[0][::-1]) == []  # (the copy's messages hold the words)
+
+
+def test_keep_latest_after_an_edit_of_a_past_step_in_a_subgraph_thread(
+    saver: RewindSaver,
+) -> None:
+    inner = noted_graph(None)
+    graph = (
+        StateGraph(Noted)
+        .add_node("inner", inner)
+        .add_edge(START, "inner")
+        .compile(checkpointer=saver)
+    )
+    graph.invoke({"messages": [HumanMessage(f"first {WORDS[0]}")]}, config("t"))
+    graph.invoke(Command(resume="yes"), config("t"))
+    graph.invoke({"messages": [HumanMessage(f"second {WORDS[1]}")]}, config("t"))
+    graph.invoke(Command(resume="yes"), config("t"))
+    past = list(graph.get_state_history(config("t")))[-2]
+    graph.update_state(past.config, {"messages": [HumanMessage("edited")]})
+    before = tuples(saver, "t")
+
+    saver.prune(["t"])
+
+    after = tuples(saver, "t")
+    pruned_cleanly(saver.db, before, after)
+    assert not found(readable(saver.db), WORDS[1])
