@@ -68,6 +68,8 @@ if TYPE_CHECKING:
 #: The channel a conversation lives in (``MessagesState``, ``create_react_agent``).
 MESSAGES = "messages"
 START, INTERRUPT, RESUME, ERROR = "__start__", "__interrupt__", "__resume__", "__error__"
+#: LangGraph's task channel (a topic of ``Send`` packets).
+_TASKS = "__pregel_tasks"
 #: Events read at a time while looking for pending writes, and at most per question.
 _CHUNK = 64
 #: Where LangChain's message classes live (``readable`` names a message by its class).
@@ -384,17 +386,34 @@ class LangGraphPresenter(Presenter):
             if write.channel == ERROR:
                 error, _ = _shown(write, memo)
                 return "failed", None, error if isinstance(error, str) else as_text(error)
-        # Work is left while a trigger or a task channel holds a value: the record holds
-        # the triggers (older records left them as keys, as every channel).
+        if self._work_left(view, head, as_of):
+            return "open", None, None
+        return "finished", None, None
+
+    def _work_left(self, view: rewinddb.BranchView, head: _Record, as_of: int | None) -> bool:
+        """Whether LangGraph has a task to run from ``head`` (its ``next`` is not empty):
+        a trigger channel (the input, an edge to a node) holds a value the node it
+        triggers has not seen, or the task channel holds ``Send`` packets. The record
+        holds the triggers (older records left them as keys, as every channel); the task
+        channel (a topic) stays once used, empty after its packets ran."""
         triggers = head.stored.get(_names.TRIGGERS)
         keys = view.kv.keys(_names.CHANNEL_PREFIX, as_of=as_of)
-        pending = [key[len(_names.CHANNEL_PREFIX) :] for key in keys]
+        present = [key[len(_names.CHANNEL_PREFIX) :] for key in keys]
         if isinstance(triggers, dict):
-            pending = [c for c in pending if not _names.is_trigger(c)] + list(triggers)
-        for channel in pending:
-            if _names.is_trigger(channel) or channel.startswith("__pregel_tasks"):
-                return "open", None, None
-        return "finished", None, None
+            present = [c for c in present if not _names.is_trigger(c)] + list(triggers)
+        checkpoint = _checkpoint(head)
+        versions = checkpoint.get("channel_versions")
+        seen = checkpoint.get("versions_seen")
+        for channel in present:
+            if _names.is_trigger(channel):
+                node = channel.removeprefix("branch:to:") if channel != START else START
+                if _unseen(channel, node, versions, seen):
+                    return True
+            elif channel.startswith(_TASKS):
+                items = _items(view.kv.get(_names.channel_key(channel), as_of=as_of))
+                if items is None or items.stored:
+                    return True
+        return False
 
     def _last_answer(
         self,
@@ -1122,11 +1141,30 @@ def _as_stored(value: Any, memo: dict[Any, Any] | None = None) -> Any:
     return value
 
 
-def _channel_versions(record: _Record) -> dict[str, Any]:
+def _checkpoint(record: _Record) -> dict[str, Any]:
+    """LangGraph's bookkeeping of a checkpoint (channel versions, versions seen), decoded."""
     stored = record.stored.get("checkpoint")
     checkpoint = readable(stored) if is_encoded(stored) else stored  # (older records)
-    versions = checkpoint.get("channel_versions") if isinstance(checkpoint, dict) else None
+    return checkpoint if isinstance(checkpoint, dict) else {}
+
+
+def _channel_versions(record: _Record) -> dict[str, Any]:
+    versions = _checkpoint(record).get("channel_versions")
     return versions if isinstance(versions, dict) else {}
+
+
+def _unseen(channel: str, node: str, versions: Any, seen: Any) -> bool:
+    """Whether ``node`` has not seen ``channel``'s version yet (LangGraph's test for a
+    trigger; a version that cannot be compared counts as unseen: the work is left)."""
+    version = versions.get(channel) if isinstance(versions, dict) else None
+    by_node = seen.get(node) if isinstance(seen, dict) else None
+    known = by_node.get(channel) if isinstance(by_node, dict) else None
+    if version is None or known is None:
+        return True
+    try:
+        return bool(version > known)
+    except TypeError:
+        return True
 
 
 def _id_of(value: Any) -> str | None:

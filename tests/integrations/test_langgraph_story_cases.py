@@ -6,14 +6,17 @@ travel, and approvals on forks and in subgraphs."""
 
 from __future__ import annotations
 
-from typing import Any
+import operator
+from typing import Annotated, Any
 
-from chat_graphs import thread
+from chat_graphs import approval_graph, thread
 from langchain_core.messages import BaseMessage
-from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.types import Command, Send
+from typing_extensions import TypedDict
 
 import rewinddb
-from rewinddb import story
+from rewinddb import presenters, story
 from rewinddb.integrations.langgraph import RewindSaver
 
 # -- what LangGraph reports -------------------------------------------------------------
@@ -96,3 +99,59 @@ def test_message_likes_read_as_the_messages_langgraph_made(db: rewinddb.Database
             assert step is not None and (shown.role, shown.text) in [
                 (m.role, m.text) for m in step.messages
             ], name
+
+
+# -- 4. the status agrees with LangGraph's ``next`` -------------------------------------
+
+
+class Fan(TypedDict, total=False):
+    items: Annotated[list[int], operator.add]
+    total: int
+
+
+def _fan_graph(saver: RewindSaver, *, then_sum: bool) -> Any:
+    """START -> Send("work", i) for two items (-> "sum" once they are done)."""
+    builder = StateGraph(Fan)
+    builder.add_node("plan", lambda state: {})
+    builder.add_node("work", lambda arg: {"items": [arg["i"] * 10]})
+    builder.add_edge(START, "plan")
+    builder.add_conditional_edges(
+        "plan", lambda state: [Send("work", {"i": i}) for i in range(2)], ["work"]
+    )
+    if then_sum:
+        builder.add_node("sum", lambda state: {"total": sum(state["items"])})
+        builder.add_edge("work", "sum")
+        builder.add_edge("sum", END)
+    else:
+        builder.add_edge("work", END)
+    return builder.compile(checkpointer=saver)
+
+
+def test_the_status_agrees_with_what_langgraph_runs_next(db: rewinddb.Database) -> None:
+    """A graph that used ``Send`` leaves LangGraph's task channel behind, empty: its
+    thread is finished (``next == ()``), not open; every checkpoint before is open as
+    long as LangGraph has a task to run from it (``Send`` packets waiting included)."""
+    for name, then_sum in (("fan", False), ("fan-sum", True)):
+        graph = _fan_graph(RewindSaver(db), then_sum=then_sum)
+        graph.invoke({"items": []}, thread(name))
+        branch = f"lg/{name}"
+        assert graph.get_state(thread(name)).next == ()
+        record = db.branches.get(branch)
+        assert story.branch_story(db, branch).summary.status == "finished", name
+        versions = {s.id: s.version for s in story.branch_story(db, branch).steps.steps}
+        history = list(graph.get_state_history(thread(name)))
+        assert any("work" in s.next for s in history)  # the packets waited somewhere
+        for snapshot in history:
+            version = versions[snapshot.config["configurable"]["checkpoint_id"]]
+            status = presenters.presenter_for(record).summary(db, record, as_of=version).status
+            expected = "open" if snapshot.next else "finished"
+            assert status == expected, (name, snapshot.metadata["step"], snapshot.next)
+    # An approval: interrupted while LangGraph waits on its node, then finished.
+    graph = approval_graph(RewindSaver(db))
+    graph.invoke({"trail": []}, thread("ask"))
+    assert graph.get_state(thread("ask")).next == ("approve",)
+    summary = story.branch_story(db, "lg/ask").summary
+    assert (summary.status, summary.waiting_on) == ("interrupted", "approve")
+    graph.invoke(Command(resume="me"), thread("ask"))
+    assert graph.get_state(thread("ask")).next == ()
+    assert story.branch_story(db, "lg/ask").summary.status == "finished"
