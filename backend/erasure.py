@@ -7,7 +7,11 @@ Three operations remove what users stored, each in one write transaction:
   remaining row reads. What live branches inherited from it (its history up to their
   fork points) stays, readable as before; the branch's row stays only while something
   still names it (a live fork's lineage, a merge or a carried event), under a name that
-  is not its own.
+  is not its own. Its merge commits that the history of a remaining branch holds through
+  a merge stay as links (version, time, merge parent; no trigger, message or rows, the
+  hash chain resealed over what is left): a merge base is found by walking them
+  (``merge.contained_history``), and without them a later merge would find an older
+  base and go ahead on it (:func:`_merge_reach`).
 - :func:`erase_keys`: keys' values, in every branch and version, become erased
   entries: each keeps its place (``kv.history`` shows "erased at version N") and the
   digest of what it was, which its commit's hash covers (``_commit_hash``), so the chain
@@ -195,6 +199,23 @@ def purged(record: Any) -> bool:
     return record.deleted_at is not None and record.name == _purged_name(record.id)
 
 
+def still_read(engine: Engine, branch_id: int, version: int) -> bool:
+    """Whether a branch that is not purged reads this branch's rows up to ``version``
+    through its lineage (a fork reads its parent up to its fork point, and so on down):
+    a purge keeps exactly those rows (``purge_deleted``), so its state there is whole."""
+    tree = Tree(engine)
+    stack, seen = [branch_id], {branch_id}
+    while stack:
+        for child in tree.children.get(stack.pop(), ()):
+            if child in seen or tree.forked_at[child] < version:
+                continue  # (below its fork point: it reads less of the branch than that)
+            seen.add(child)
+            if child not in tree.deleted or tree.name[child] != _purged_name(child):
+                return True
+            stack.append(child)
+    return False
+
+
 def purge_branch(engine: Engine, name: str) -> ErasureReceipt:
     """Delete branch ``name`` and remove its rows and its deleted descendants' (see the
     module's docstring). The caller refused ``default`` and pinned branches."""
@@ -226,10 +247,89 @@ def purge_deleted(engine: Engine, branch_ids: Iterable[int]) -> ErasureReceipt:
             if ancestor not in tree.deleted:
                 break
             doomed.add(ancestor)
+    # A purge that removes merge commits naming branches purged before may leave their
+    # links unreached: those are purged again with these (their links, nothing else of
+    # them is left above what live forks read), until no more come.
+    while True:
+        cuts = _cuts(tree, doomed)
+        reach, unnamed = _merge_reach(engine, tree, doomed, cuts)
+        again = {
+            branch_id
+            for branch_id in unnamed - doomed
+            if branch_id in tree.deleted and tree.name.get(branch_id) == _purged_name(branch_id)
+        }
+        if not again:
+            break
+        doomed |= again
+    sweep = Sweep()
+    counts = {"branches": 0, "entries": 0, "events": 0, "commits": 0}
+    removed: dict[int, int] = {}
+    if doomed:
+        hold_clock(conn, engine.clock())
+    for branch_id in sorted(doomed, reverse=True):
+        cut = cuts[branch_id]
+        above = -1 if cut is None else cut
+        links = reach.get(branch_id)
+        for space, key, refs in conn.fetchall(
+            "SELECT space, key, refs FROM rewind_entries WHERE branch_id = ? AND version > ? "
+            "AND refs IS NOT NULL",
+            (branch_id, above),
+        ):
+            sweep.add(branch_id, space, key, refs)
+        removed[branch_id] = 0
+        for table, noun in (
+            ("rewind_entries", "entries"),
+            ("rewind_events", "events"),
+            ("rewind_commits", "commits"),
+        ):
+            where = f"FROM {table} WHERE branch_id = ? AND version > ?"
+            params: tuple[int, ...] = (branch_id, above)
+            if noun == "commits" and links is not None:  # the links stay (_merge_reach)
+                where += " AND (merge_branch_id IS NULL OR version > ?)"
+                params = (*params, links)
+            found = int(conn.fetchone(f"SELECT count(*) {where}", params)[0])
+            if found:
+                conn.execute(f"DELETE {where}", params)
+            counts[noun] += found
+            removed[branch_id] += found
+        if cut is None:
+            conn.execute("DELETE FROM rewind_horizons WHERE branch_id = ?", (branch_id,))
+    # Then the rows of the branches, once no removed row names them (children first).
+    changed = any(removed.values())
+    for branch_id in sorted(doomed, reverse=True):
+        cut = cuts[branch_id]
+        links = reach.get(branch_id)
+        kept_links, sealed = (
+            _seal_links(engine, branch_id, -1 if cut is None else cut) if links else (0, False)
+        )
+        changed = changed or sealed
+        row_goes = cut is None and not kept_links and not _named_elsewhere(engine, branch_id)
+        was = tree.name.get(branch_id)
+        if row_goes:
+            conn.execute("DELETE FROM rewind_branches WHERE id = ?", (branch_id,))
+        elif was != _purged_name(branch_id):
+            conn.execute(
+                "UPDATE rewind_branches SET name = ? WHERE id = ?",
+                (_purged_name(branch_id), branch_id),
+            )
+        # A branch purged before counts again only when more of it went now.
+        if removed[branch_id] or row_goes or was != _purged_name(branch_id):
+            counts["branches"] += 1
+            changed = True
+    items = sweep.run(engine, tree)
+    if changed or items:
+        bump_generation(conn)
+        conn.request_reclaim()
+    engine.memory.clear()
+    return ErasureReceipt(engine.clock(), list_items=items, **counts)
+
+
+def _cuts(tree: Tree, doomed: set[int]) -> dict[int, int | None]:
+    """For each doomed branch: the newest version of it that something kept still reads
+    through its lineage (None: nothing), which its rows up to there stay for."""
     cuts: dict[int, int | None] = {}
 
     def cut_of(branch_id: int) -> int | None:
-        """The newest version of the branch that something kept still reads."""
         if branch_id in cuts:
             return cuts[branch_id]
         cuts[branch_id] = None  # a damaged (cyclic) tree reads as nothing kept
@@ -245,43 +345,127 @@ def purge_deleted(engine: Engine, branch_ids: Iterable[int]) -> ErasureReceipt:
         cuts[branch_id] = best
         return best
 
-    sweep = Sweep()
-    counts = {"branches": 0, "entries": 0, "events": 0, "commits": 0}
-    if doomed:
-        hold_clock(conn, engine.clock())
-    for branch_id in sorted(doomed, reverse=True):
-        cut = cut_of(branch_id)
-        above = -1 if cut is None else cut
-        for space, key, refs in conn.fetchall(
-            "SELECT space, key, refs FROM rewind_entries WHERE branch_id = ? AND version > ? "
-            "AND refs IS NOT NULL",
-            (branch_id, above),
+    return {branch_id: cut_of(branch_id) for branch_id in doomed}
+
+
+def _merge_reach(
+    engine: Engine, tree: Tree, doomed: set[int], cuts: dict[int, int | None]
+) -> tuple[dict[int, int], set[int]]:
+    """For each doomed branch with merge commits above what it keeps (``cuts``) that a
+    remaining branch's history may still walk through: the newest version of it such a
+    walk can hold. Its merge commits at or below that version stay, as links.
+
+    ``merge.contained_history`` finds what a point holds by following its lineage (a fork
+    holds its parent up to its fork point) and, at each step, the merge commits there
+    (a merge holds its source up to the merged version). Without a doomed branch's merge
+    commits, every branch that merged it would seem to hold less than it does, and a
+    merge base found through it would be older than the true one: the merge would go
+    ahead and put back values the target had replaced (or report conflicts that are not
+    there). A walk reaches a doomed branch only from a row that stays: a remaining
+    child's fork, a remaining merge commit that names it, or a kept link of another
+    doomed branch (so the reach of each is found together, until none grows). A
+    remaining branch counts whether or not anything live reaches it (the reach is never
+    too low; a later purge of what reached it lowers it, and purges it again).
+
+    Returns the reaches, and the branches that the merge commits this purge removes
+    merged (their links may be unreached now).
+    """
+    conn = engine.conn
+    own: dict[int, list[tuple[int, int]]] = {}
+    for branch_id in doomed:  # (the merges index: commits have no index by branch)
+        cut = cuts[branch_id]
+        rows = conn.fetchall(
+            "SELECT version, merge_branch_id FROM rewind_commits WHERE branch_id = ? "
+            "AND merge_branch_id IS NOT NULL AND version > ?",
+            (branch_id, -1 if cut is None else cut),
+        )
+        if rows:
+            own[branch_id] = [(int(version), int(merged)) for version, merged in rows]
+    if not own:
+        return {}, set()  # nothing above the cuts that a walk could need (the common case)
+    naming: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+    ids = sorted(doomed)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        for on, version, merged, merged_version in conn.fetchall(
+            "SELECT branch_id, version, merge_branch_id, merge_version FROM rewind_commits "
+            f"WHERE merge_branch_id IN ({marks})",
+            chunk,
         ):
-            sweep.add(branch_id, space, key, refs)
-        for table, noun in (
-            ("rewind_entries", "entries"),
-            ("rewind_events", "events"),
-            ("rewind_commits", "commits"),
-        ):
-            where = f"FROM {table} WHERE branch_id = ? AND version > ?"
-            counts[noun] += int(conn.fetchone(f"SELECT count(*) {where}", (branch_id, above))[0])
-            conn.execute(f"DELETE {where}", (branch_id, above))
-        if cut is None:
-            conn.execute("DELETE FROM rewind_horizons WHERE branch_id = ?", (branch_id,))
-        if cut is None and not _named_elsewhere(engine, branch_id):
-            conn.execute("DELETE FROM rewind_branches WHERE id = ?", (branch_id,))
-        else:
+            if merged_version is not None:
+                naming[int(merged)].append((int(on), int(version), int(merged_version)))
+    reach: dict[int, int | None] = dict(cuts)
+    grew = True
+    while grew:  # each round only raises a reach, to one of finitely many versions
+        grew = False
+        for branch_id in doomed:
+            best = reach[branch_id]
+            for child in tree.children.get(branch_id, ()):
+                read: int | None = tree.forked_at[child]
+                if child in doomed:
+                    below = reach[child]
+                    read = None if below is None else min(tree.forked_at[child], below)
+                if read is not None and (best is None or read > best):
+                    best = read
+            for on, version, merged_version in naming.get(branch_id, ()):
+                if on in doomed:
+                    held = reach[on]
+                    if held is None or version > held:
+                        continue  # a merge commit this purge removes
+                if best is None or merged_version > best:
+                    best = merged_version
+            if best != reach[branch_id]:
+                reach[branch_id] = best
+                grew = True
+    found: dict[int, int] = {}
+    unnamed: set[int] = set()
+    for branch_id, merges in own.items():
+        held, cut = reach[branch_id], cuts[branch_id]
+        if held is not None and (cut is None or held > cut):
+            found[branch_id] = held
+        unnamed.update(merged for version, merged in merges if held is None or version > held)
+    return found, unnamed
+
+
+def _seal_links(engine: Engine, branch_id: int, above: int) -> tuple[int, bool]:
+    """Blank the trigger and message of the merge commits a purge kept as links above
+    ``above`` (the rows they wrote are gone) and chain their hashes again over what is
+    left of the branch, as ``verify`` recomputes them; returns how many there are, and
+    whether any changed."""
+    conn = engine.conn
+    links = conn.fetchall(
+        "SELECT version, ts, merge_branch_id, merge_version, trigger, message, hash "
+        "FROM rewind_commits WHERE branch_id = ? AND merge_branch_id IS NOT NULL "
+        "AND version > ? ORDER BY version",
+        (branch_id, above),
+    )
+    if not links:
+        return 0, False
+    row = conn.fetchone(
+        "SELECT hash FROM rewind_commits WHERE branch_id = ? AND version <= ? "
+        "ORDER BY version DESC LIMIT 1",
+        (branch_id, above),
+    )
+    if row is None:  # the chain starts where retention cut it, if it did
+        row = conn.fetchone(
+            "SELECT previous_hash FROM rewind_horizons WHERE branch_id = ?", (branch_id,)
+        )
+    previous: str | None = None if row is None else row[0]
+    changed = False
+    for version, ts, merged, merged_version, trigger, message, stored in links:
+        sealed = _commit_hash.commit_hash(
+            previous, (version, branch_id, ts, None, None, merged, merged_version), (), ()
+        )
+        if (trigger, message, stored) != (None, None, sealed):
             conn.execute(
-                "UPDATE rewind_branches SET name = ? WHERE id = ?",
-                (_purged_name(branch_id), branch_id),
+                "UPDATE rewind_commits SET trigger = NULL, message = NULL, hash = ? "
+                "WHERE version = ?",
+                (sealed, version),
             )
-        counts["branches"] += 1
-    items = sweep.run(engine, tree)
-    if doomed:
-        bump_generation(conn)
-        conn.request_reclaim()
-    engine.memory.clear()
-    return ErasureReceipt(engine.clock(), list_items=items, **counts)
+            changed = True
+        previous = sealed
+    return len(links), changed
 
 
 def _named_elsewhere(engine: Engine, branch_id: int) -> bool:

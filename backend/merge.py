@@ -31,7 +31,7 @@ from ._engine import (
 )
 from ._merge_applied import AppliedChanges, PendingChange
 from ._values import loads, same
-from .erasure import purged
+from .erasure import purged, still_read
 from .errors import (
     CorruptDatabaseError,
     HistoryUnavailableError,
@@ -458,7 +458,7 @@ def merge_branches(
             )
         now = engine.clock()
         base_record, base_version = merge_base(engine, source_record, target_record, now)
-        _check_base(engine, base_record, base_version, ((source_record, now), (target_record, now)))
+        _check_base(engine, base_record, base_version)
         base_ranges = engine.ranges(base_record, base_version)
         source_ranges = engine.ranges(source_record, now)
         target_ranges = engine.ranges(target_record, now)
@@ -653,31 +653,25 @@ def _shown(value: Any) -> Any:
     return None if value is MISSING else value
 
 
-def _check_base(
-    engine: Engine,
-    record: BranchRecord,
-    version: int,
-    readers: tuple[tuple[BranchRecord, int], ...],
-) -> None:
+def _check_base(engine: Engine, record: BranchRecord, version: int) -> None:
     """Refuse a merge whose base is history that is gone: retention cut it from its
-    branch, or its branch was purged (``purge``, ``db.gc()``) and no live branch of the
-    merge (``readers``: source and target, with the version each is read at) reads it
-    there, so its rows there may be gone. A deleted branch keeps its rows until it is
-    purged, and a purge keeps those a live branch reads. Read where rows are gone, the
-    base would be what is left (an older value, or none), and the merge would drop the
-    source's changes or report conflicts that are not there."""
+    branch, or its branch was purged (``purge``, ``db.gc()``) and no branch that is not
+    purged reads it there through its lineage (``erasure.still_read``), so its rows
+    there may be gone. A deleted branch keeps its rows until it is purged, and a purge
+    keeps those another branch reads (and, as links, the merge commits the base was
+    found through: ``erasure._merge_reach``). Read where rows are gone, the base would be
+    what is left (an older value, or none), and the merge would drop the source's changes
+    or report conflicts that are not there."""
     engine.check_kept(record, version)
     while purged(record):
-        for reader, at in readers:
-            if any(
-                step == record.id and cap >= version for step, cap in engine.lineage(reader, at)
-            ):
-                return
+        if still_read(engine, record.id, version):
+            return
         if version > record.forked_at or record.parent_id is None:
             raise HistoryUnavailableError(
                 f"the merge base is version {version} of a purged branch (id {record.id}) that "
-                "neither side reads, whose rows there may be gone: the merge cannot tell what "
-                "either side changed since then; copy the values you want with kv.put instead",
+                "no branch reads there any more, whose rows there may be gone: the merge cannot "
+                "tell what either side changed since then; copy the values you want with "
+                "kv.put instead",
                 branch=record.name,
                 as_of=version,
             )
