@@ -43,6 +43,7 @@ from rewinddb.presenters import (
     StepNotFound,
     StepPage,
     Summary,
+    ToolCall,
     Transcript,
     hidden_by_patterns,
     short,
@@ -384,8 +385,7 @@ class LangGraphPresenter(Presenter):
                 return "interrupted", interrupt.node, None
         for write in own:
             if write.channel == ERROR:
-                error, _ = _shown(write, memo)
-                return "failed", None, error if isinstance(error, str) else as_text(error)
+                return "failed", None, _error_text(write, memo)
         if self._work_left(view, head, as_of):
             return "open", None, None
         return "finished", None, None
@@ -695,13 +695,18 @@ class LangGraphPresenter(Presenter):
         else:
             made = [w for w in ran if w.node is not None]
             nodes = tuple(dict.fromkeys(str(w.node) for w in made))
-            label = ", ".join("start" if n == START else n for n in nodes)
+            retried = {w.node for w in _retried(ran)}
+            label = ", ".join(
+                ("start" if n == START else n) + (" (retried)" if n in retried else "")
+                for n in nodes
+            )
             label = label or record.source or "checkpoint"
             added = self._messages(made, memo, texts)
             events = tuple(write.sequence for write in ran)
             channels = tuple(dict.fromkeys(w.channel for w in made if not _bookkeeping(w.channel)))
         if not record.stored:
             label = "undecodable"
+        added = self._with_failures(added, own, memo)
         return Step(
             version=record.version,
             branch=record.branch,
@@ -719,6 +724,30 @@ class LangGraphPresenter(Presenter):
             ),
             events=events,
         )
+
+    def _with_failures(
+        self, added: tuple[Message, ...], own: Sequence[_Write], memo: dict[Any, Any]
+    ) -> tuple[Message, ...]:
+        """A step's messages with the tasks that ran from it and failed (LangGraph keeps
+        each error as the checkpoint's ``__error__`` write, and ``get_state_history``
+        reports it as that checkpoint's task's ``error``): each is an ``error`` message
+        named after its node, saying whether the task ran again. Until one that failed
+        runs again, the tool calls the step asked for have its error as their result
+        (no later step answers them)."""
+        errors = [write for write in own if write.channel == ERROR]
+        if not errors:
+            return added
+        again = {write.task for write in _retried(own)}
+        failures = []
+        for write in errors:
+            error = _error_text(write, memo)
+            text = f"{error} (it ran again)" if write.task in again else error
+            failures.append(Message("error", text, name=write.node))
+        stuck = [_error_text(write, memo) for write in errors if write.task not in again]
+        if stuck:
+            failed = {call.id: f"failed: {stuck[0]}" for m in added for call in m.tool_calls}
+            added = tuple(_with_results(m, failed, missing_only=True) for m in added)
+        return (*added, *failures)
 
     def _messages(
         self, writes: Iterable[_Write], memo: dict[Any, Any], texts: _TextRole
@@ -881,8 +910,9 @@ class LangGraphPresenter(Presenter):
                 later = message(*items.decoded(stored, memo))
                 if later.tool_call_id in wanted:
                     results[later.tool_call_id] = later.text
+            interrupts, failures = self._thread_writes(db, view, branch, as_of, memo)
             page = [_with_results(m, results) for m in page]
-            interrupts = self._thread_interrupts(db, view, branch, as_of, memo)
+            page = [_failed_calls(m, failures) for m in page]
         return Transcript(tuple(page), start, total, tuple(interrupts))
 
     def _reader(self, db: rewinddb.Database, branch: str, version: int | None) -> str:
@@ -993,24 +1023,27 @@ class LangGraphPresenter(Presenter):
                     break
         return steps
 
-    def _thread_interrupts(
+    def _thread_writes(
         self,
         db: rewinddb.Database,
         view: rewinddb.BranchView,
         branch: str,
         as_of: int | None,
         memo: dict[Any, Any],
-    ) -> list[Interrupt]:
-        """Every interrupt of the branch's history as of ``as_of``, with its answer."""
+    ) -> tuple[list[Interrupt], dict[int, str]]:
+        """Every interrupt of the branch's history as of ``as_of``, with its answer, and
+        the checkpoints (by version) a task failed at and did not run again from, with
+        the error."""
         items = view.events.list(as_of=as_of, event_type=_names.WRITE_EVENT, search='"channel":"__')
         grouped: dict[str, list[_Write]] = {}
         for item in items:
             write = _write(item.event, db)
-            if write is not None and write.channel in (INTERRUPT, RESUME):
+            if write is not None and write.channel in (INTERRUPT, RESUME, ERROR):
                 grouped.setdefault(write.checkpoint, []).append(write)
         parsed = _names.parse_branch(branch)
         index = db.at(_names.INDEX_BRANCH) if db.branches.exists(_names.INDEX_BRANCH) else None
         found: list[Interrupt] = []
+        failures: dict[int, str] = {}
         for checkpoint_id, writes in grouped.items():
             version = None
             if index is not None and parsed is not None:
@@ -1018,7 +1051,11 @@ class LangGraphPresenter(Presenter):
                 if isinstance(entry, dict) and type(entry.get("version")) is int:
                     version = entry["version"]
             found.extend(self._interrupts(writes, version, memo))
-        return found
+            again = {write.task for write in _retried(writes)}
+            for write in writes:
+                if write.channel == ERROR and write.task not in again and version is not None:
+                    failures.setdefault(version, _error_text(write, memo))
+        return found, failures
 
     def state(self, db: rewinddb.Database, step: Step) -> dict[str, Any]:
         """Channel name -> value as of ``step``, decoded; LangGraph's routing, input and
@@ -1172,14 +1209,46 @@ def _id_of(value: Any) -> str | None:
     return found if isinstance(found, str) else None
 
 
-def _with_results(found: Message, results: dict[str | None, str]) -> Message:
-    if not any(call.id in results for call in found.tool_calls):
+def _with_results(
+    found: Message, results: dict[str | None, str], *, missing_only: bool = False
+) -> Message:
+    """``found`` with its calls' results from ``results`` (by call id); with
+    ``missing_only``, only calls that have none yet get one."""
+
+    def gets(call: ToolCall) -> bool:
+        return call.id in results and not (missing_only and call.result is not None)
+
+    if not any(gets(call) for call in found.tool_calls):
         return found
     calls = tuple(
-        replace(call, result=results[call.id]) if call.id in results else call
-        for call in found.tool_calls
+        replace(call, result=results[call.id]) if gets(call) else call for call in found.tool_calls
     )
     return replace(found, tool_calls=calls)
+
+
+def _failed_calls(found: Message, failures: dict[int, str]) -> Message:
+    """``found`` with the calls no result answered failed, where a task failed at the
+    step that added it (``failures``: by the step's version) and did not run again."""
+    error = failures.get(found.step) if found.step is not None else None
+    if error is None or not found.tool_calls:
+        return found
+    failed = {call.id: f"failed: {error}" for call in found.tool_calls}
+    return _with_results(found, failed, missing_only=True)
+
+
+def _retried(writes: Sequence[_Write]) -> list[_Write]:
+    """The ``__error__`` writes among ``writes`` whose task wrote something else too: it
+    ran again from the same checkpoint (``invoke(None, ...)``), the error kept."""
+    errors = [write for write in writes if write.channel == ERROR]
+    if not errors:
+        return []
+    others = {write.task for write in writes if write.channel != ERROR}
+    return [write for write in errors if write.task in others]
+
+
+def _error_text(write: _Write, memo: dict[Any, Any]) -> str:
+    error, _ = _shown(write, memo)
+    return error if isinstance(error, str) else as_text(error)
 
 
 def _decoded(write: _Write, memo: dict[Any, Any]) -> tuple[Any, bool]:

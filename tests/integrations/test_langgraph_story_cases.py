@@ -7,17 +7,26 @@ travel, and approvals on forks and in subgraphs."""
 from __future__ import annotations
 
 import operator
+import re
+from html import unescape
 from typing import Annotated, Any
 
+import pytest
 from chat_graphs import approval_graph, thread
-from langchain_core.messages import BaseMessage
+from fastapi.testclient import TestClient
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, Send
 from typing_extensions import TypedDict
 
 import rewinddb
 from rewinddb import presenters, story
 from rewinddb.integrations.langgraph import RewindSaver
+from rewinddb.web import create_app
+from rewinddb.web.urls import branch_url, step_url
 
 # -- what LangGraph reports -------------------------------------------------------------
 
@@ -155,3 +164,107 @@ def test_the_status_agrees_with_what_langgraph_runs_next(db: rewinddb.Database) 
     graph.invoke(Command(resume="me"), thread("ask"))
     assert graph.get_state(thread("ask")).next == ()
     assert story.branch_story(db, "lg/ask").summary.status == "finished"
+
+
+# -- 3. failed tasks and their retries -------------------------------------------------
+
+
+def _converter(saver: RewindSaver, fails: int) -> Any:
+    """agent (a fake chat model: a ``convert`` call, then an answer) -> tools (its first
+    ``fails`` calls raise, as ``ToolNode`` re-raises a tool's error) -> agent."""
+    ran: list[str] = []
+
+    @tool
+    def convert(to: str) -> str:
+        """Convert 100 EUR to a currency."""
+        ran.append(to)
+        if len(ran) <= fails:
+            raise ValueError(f"unsupported currency {to}")
+        return f"100 EUR is 108 {to}"
+
+    model = FakeMessagesListChatModel(
+        responses=[
+            AIMessage("", tool_calls=[{"name": "convert", "args": {"to": "USD"}, "id": "c1"}]),
+            AIMessage("It is 108 USD."),
+            AIMessage("Fine."),
+        ]
+    )
+
+    def agent(state: MessagesState) -> dict:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    def route(state: MessagesState) -> str:
+        last = state["messages"][-1]
+        return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
+
+    builder = StateGraph(MessagesState).add_node("agent", agent)
+    builder.add_node("tools", ToolNode([convert]))
+    builder.add_edge(START, "agent").add_conditional_edges("agent", route, ["tools", END])
+    builder.add_edge("tools", "agent")
+    return builder.compile(checkpointer=saver)
+
+
+def _failed_tasks(graph: Any, config: dict) -> dict[str, list[tuple[str, str, bool]]]:
+    """Checkpoint id -> (node, error, whether it has a result) of each task LangGraph
+    reports failed there."""
+    return {
+        s.config["configurable"]["checkpoint_id"]: [
+            (t.name, t.error if isinstance(t.error, str) else repr(t.error), bool(t.result))
+            for t in s.tasks
+            if t.error
+        ]
+        for s in graph.get_state_history(config)
+        if any(t.error for t in s.tasks)
+    }
+
+
+def _page_text(client: TestClient, url: str) -> str:
+    page = client.get(url)
+    assert page.status_code == 200, url
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", page.text)).split())
+
+
+def test_a_failed_task_stays_in_the_story_and_its_retry_shows(db: rewinddb.Database) -> None:
+    """A tool that raised: the step it ran from says so (as LangGraph's history does,
+    where that checkpoint's task has the error), after new input as after a retry. The
+    call it never answered reads failed, not "no result yet"; a retry's step says it
+    ran again and the call gets the retry's result."""
+    error = "ValueError('unsupported currency USD')"
+    for name, move_on in (("new-input", {"messages": [("user", "never mind")]}), ("retry", None)):
+        graph = _converter(RewindSaver(db), fails=1)
+        with pytest.raises(ValueError, match="unsupported currency"):
+            graph.invoke({"messages": [("user", "convert 100 EUR")]}, thread(name))
+        branch = f"lg/{name}"
+        assert story.branch_story(db, branch).summary.status == "failed"
+        graph.invoke(move_on, thread(name))
+        failed = _failed_tasks(graph, thread(name))
+        ((checkpoint, tasks),) = failed.items()  # LangGraph keeps the failure
+        assert [(node, text) for node, text, _ in tasks] == [("tools", error)]
+        retried = tasks[0][2]
+        assert retried == (move_on is None)
+        steps = story.branch_story(db, branch).steps.steps
+        (asked,) = [s for s in steps if s.id == checkpoint]
+        errors = [(m.name, m.text) for m in asked.messages if m.role == "error"]
+        assert errors == [("tools", f"{error} (it ran again)" if retried else error)]
+        (call,) = [c for m in asked.messages for c in m.tool_calls]
+        after = next(s for s in steps if s.version > asked.version)
+        transcript = story.branch_story(db, branch).transcript
+        assert transcript is not None
+        (card,) = [c for m in transcript.messages for c in m.tool_calls]
+        if retried:
+            assert after.label == "tools (retried)"
+            answer = graph.get_state(thread(name)).values["messages"][2]
+            assert (answer.type, answer.tool_call_id) == ("tool", "c1")
+            assert call.result is None  # a later step answers it
+            assert card.result == answer.content
+        else:
+            assert after.label == "input"
+            assert call.result == card.result == f"failed: {error}"
+        # The pages show it.
+        with TestClient(create_app(db.path), base_url="http://localhost") as client:
+            page = _page_text(client, step_url(branch, asked.version))
+            assert error in page
+            assert ("its result comes in a later step" in page) == retried
+            thread_page = _page_text(client, branch_url(branch))
+            assert ("no result yet" in thread_page) is False
+            assert (f"result failed: {error}" in thread_page) == (not retried)
