@@ -91,7 +91,7 @@ CODES: Mapping[str, ErrorCode] = _registry(
         404,
         "the version asked for is not part of the branch's history (before the branch "
         "existed, or removed by retention); a merge whose base is such history, or on a "
-        "purged branch neither side reads",
+        "purged branch no branch reads there any more",
         "`HistoryUnavailableError`: any read with `as_of=`, `branches.merge`",
     ),
     (

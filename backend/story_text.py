@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from . import story
 from .database import Database
-from .errors import InvalidInputError, NotFoundError
+from .errors import BranchNotFound, InvalidInputError
 from .presenters import Fork, Message, Step, payload_text
 
 #: How much of a message or an outcome a line shows.
@@ -33,9 +33,9 @@ def attempt_branch(db: Database, name: str) -> str:
             f"({', '.join(titled)})",
             code="invalid.branch",
         )
-    raise NotFoundError(
+    raise BranchNotFound(
         f"no attempt or branch is called {name!r}; `rewinddb story PATH` lists them",
-        code="not_found.engine.branch",
+        branch=name,
     )
 
 
