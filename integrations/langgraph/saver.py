@@ -32,6 +32,7 @@ from . import _kept, _names
 from ._codec import (
     Decoder,
     Encoder,
+    _json_copy,
     dump_record,
     dump_typed,
     held,
@@ -59,6 +60,12 @@ def _target(config: RunnableConfig | None, what: str) -> tuple[str, str, str | N
     checkpoint_ns = configurable.get("checkpoint_ns") or ""
     checkpoint_id = configurable.get("checkpoint_id") or None
     return str(thread_id), str(checkpoint_ns), checkpoint_id
+
+
+def _own(stored: Any, given: Any) -> Any:
+    """What ``dump_record`` made of ``given``, as a copy of its own when that is the dict
+    itself (plain JSON): LangGraph may change the dicts inside it after the call."""
+    return _json_copy(stored) if stored is given else stored
 
 
 def _before_id(before: RunnableConfig | None) -> str | None:
@@ -140,6 +147,17 @@ class _Placement(NamedTuple):
     index_puts: dict[str, Any]  # index entries the placement creates
     namespace: dict | None  # the namespace's index record as it was read
     fork_versions: ChannelVersions | None  # a new branch: the channel versions it holds
+
+
+class _Encoded(NamedTuple):
+    """One pending write as ``put_writes`` encoded it: its channel, its index, and its
+    value through the serde (``value``) or as a channel value to keep beside its event
+    (``kept``)."""
+
+    channel: str
+    idx: int
+    value: Any
+    kept: dict | None
 
 
 #: What a batch read of a key leaves to the checkpoint's own read (see ``_Newest``).
@@ -407,7 +425,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         self.db = db
         self.index = Index(db)
         self.lock = threading.RLock()
-        self._early_writes: dict[tuple[str, str, str], list[tuple[list, str, str]]] = {}
+        self._early_writes: dict[tuple[str, str, str], list[tuple[list[_Encoded], str, str]]] = {}
 
     @property
     def serde(self) -> SerializerProtocol:
@@ -706,12 +724,40 @@ class RewindSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Store a checkpoint as one version on its thread's branch (forking if needed)."""
+        """Store a checkpoint as one version on its thread's branch (forking if needed).
+
+        What it stores is encoded first, before the saver's lock or any read: LangGraph
+        goes on running meanwhile (``durability="async"`` saves in the background) and
+        changes some of those objects in place (``add_messages`` gives the input's
+        messages ids), so the checkpoint is stored as it was when ``put`` was called,
+        as LangGraph's own savers store it."""
         thread_id, checkpoint_ns, parent_id = _target(config, "put")
         checkpoint_id = checkpoint["id"]
         full_metadata = get_checkpoint_metadata(config, metadata)
         rest = {k: v for k, v in checkpoint.items() if k != "channel_values"}
         values = checkpoint.get("channel_values", {})
+        # The trigger channels the checkpoint holds are kept in its record: a step or
+        # two each.
+        versions = dict(checkpoint["channel_versions"])
+        triggers = {
+            channel: value
+            for channel, value in values.items()
+            if _names.is_trigger(channel) and channel in versions
+        }
+        record = {
+            "id": checkpoint_id,
+            "parent": parent_id,
+            "ts": checkpoint.get("ts"),
+            "source": full_metadata.get("source"),
+            "step": full_metadata.get("step"),
+            **self._record(rest, full_metadata, triggers, versions),
+        }
+        encoded = {
+            channel: self._encoder.channel(values[channel], channel_version)
+            for channel, channel_version in new_versions.items()
+            if channel in values and not _names.is_trigger(channel)
+        }
+        new_versions = dict(new_versions)
         with self._writing():
             if self._is_removed(thread_id, checkpoint_ns, checkpoint_id, parent_id):
                 # A late write of a deleted thread: it must not bring it back.
@@ -723,33 +769,21 @@ class RewindSaver(BaseCheckpointSaver[str]):
             namespace = index_puts.get(ns_key) or namespace
             previous = self._namespace_head(thread_id, checkpoint_ns, namespace)  # before it
             if placement.fork_versions is not None:
+                # (The channels a fork holds beyond ``new_versions`` are those the step
+                # did not write: encoded here, the values are as LangGraph last left them.)
+                checkpoint = {**checkpoint, "channel_versions": versions}
                 new_versions = _versions_on_fork(checkpoint, placement.fork_versions, new_versions)
             view = self.db.at(branch)
             events = view.events.length()
-            # The trigger channels the checkpoint holds are kept in its record: a step
-            # or two each.
-            versions = checkpoint["channel_versions"]
-            triggers = {
-                channel: value
-                for channel, value in values.items()
-                if _names.is_trigger(channel) and channel in versions
-            }
-            puts: dict[str, Any] = {
-                _names.CHECKPOINT_KEY: {
-                    "id": checkpoint_id,
-                    "parent": parent_id,
-                    "ts": checkpoint.get("ts"),
-                    "source": full_metadata.get("source"),
-                    "step": full_metadata.get("step"),
-                    **self._record(rest, full_metadata, triggers, versions),
-                }
-            }
+            puts: dict[str, Any] = {_names.CHECKPOINT_KEY: record}
             gone = []
             for channel, channel_version in new_versions.items():
                 if _names.is_trigger(channel):
-                    continue  # in the record, below
+                    continue  # in the record, above
                 key = _names.channel_key(channel)
-                if channel in values:
+                if channel in encoded and encoded[channel]["version"] == channel_version:
+                    puts[key] = encoded[channel]
+                elif channel in values:
                     puts[key] = self._encoder.channel(values[channel], channel_version)
                 else:
                     gone.append(key)
@@ -769,8 +803,8 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 thread_id, checkpoint_ns, checkpoint_id, index_puts, entry, namespace, previous
             )
             early_key = (thread_id, checkpoint_ns, checkpoint_id)
-            for writes, task_id, task_path in self._early_writes.get(early_key, ()):
-                self._append_writes(entry, checkpoint_id, writes, task_id, task_path)
+            for early, task_id, task_path in self._early_writes.get(early_key, ()):
+                self._append_writes(entry, checkpoint_id, early, task_id, task_path)
             self._early_writes.pop(early_key, None)  # kept if anything above failed
         return _config(thread_id, checkpoint_ns, checkpoint_id)
 
@@ -796,8 +830,8 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 _names.TRIGGERS: dict.fromkeys(triggers),
             }
         return {
-            "checkpoint": dump_record(self.serde, rest),
-            "metadata": dump_record(self.serde, metadata),
+            "checkpoint": _own(dump_record(self.serde, rest), rest),
+            "metadata": _own(dump_record(self.serde, metadata), metadata),
             _names.TRIGGERS: {
                 channel: self._encoder.channel(value, versions[channel])
                 for channel, value in triggers.items()
@@ -842,10 +876,12 @@ class RewindSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Record a task's writes as events on the checkpoint's branch (one version)."""
+        """Record a task's writes as events on the checkpoint's branch (one version).
+        The values are encoded first, before the saver's lock (see ``put``)."""
         thread_id, checkpoint_ns, checkpoint_id = _target(config, "put_writes")
         if checkpoint_id is None:
             raise ValueError("put_writes: the config has no 'checkpoint_id' in 'configurable'")
+        encoded = self._encode_writes(writes)
         with self._writing():
             entry = self.index.get(_names.checkpoint_key(thread_id, checkpoint_ns, checkpoint_id))
             if entry is None:
@@ -855,23 +891,34 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 # LangGraph may save a task's writes before (async) saving their
                 # checkpoint: keep them until the checkpoint arrives.
                 key = (thread_id, checkpoint_ns, checkpoint_id)
-                self._early_writes.setdefault(key, []).append((list(writes), task_id, task_path))
+                self._early_writes.setdefault(key, []).append((encoded, task_id, task_path))
                 return
-            self._append_writes(entry, checkpoint_id, writes, task_id, task_path)
+            self._append_writes(entry, checkpoint_id, encoded, task_id, task_path)
+
+    def _encode_writes(self, writes: Sequence[tuple[str, Any]]) -> builtins.list[_Encoded]:
+        """A task's writes as they are stored: each value through the serde, or (a dict
+        of many members) as a channel value is stored, to be kept beside its event."""
+        encoded = []
+        for position, (channel, value) in enumerate(writes):
+            idx = WRITES_IDX_MAP.get(channel, position)
+            if _kept_as_channel(value, self._encoder):
+                encoded.append(_Encoded(channel, idx, None, self._encoder.channel(value, None)))
+            else:
+                encoded.append(_Encoded(channel, idx, dump_typed(self.serde, value), None))
+        return encoded
 
     def _append_writes(
         self,
         entry: dict,
         checkpoint_id: str,
-        writes: Sequence[tuple[str, Any]],
+        writes: builtins.list[_Encoded],
         task_id: str,
         task_path: str,
     ) -> None:
         existing = self._write_keys(entry, checkpoint_id)
         view = self.db.at(entry["branch"])
         with view.transaction(trigger="langgraph.writes", message=task_id):
-            for position, (channel, value) in enumerate(writes):
-                idx = WRITES_IDX_MAP.get(channel, position)
+            for channel, idx, value, kept in writes:
                 if idx >= 0 and (task_id, idx) in existing:
                     continue
                 payload: dict[str, Any] = {
@@ -881,12 +928,12 @@ class RewindSaver(BaseCheckpointSaver[str]):
                     "idx": idx,
                     "channel": channel,
                 }
-                if _kept_as_channel(value, self._encoder):
+                if kept is not None:
                     key = _names.write_key(channel, idx)
-                    version = view.kv.put(key, self._encoder.channel(value, None))
+                    version = view.kv.put(key, kept)
                     payload[_kept.VALUE_AT] = _kept.place(key, version)
                 else:
-                    payload["value"] = dump_typed(self.serde, value)
+                    payload["value"] = value
                 view.events.append(_names.WRITE_EVENT, payload)
 
     def _write_keys(self, entry: dict, checkpoint_id: str) -> frozenset[tuple[str, int]]:

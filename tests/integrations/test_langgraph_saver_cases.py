@@ -279,3 +279,90 @@ def test_keep_latest_after_an_edit_of_a_past_step_in_a_subgraph_thread(
     after = tuples(saver, "t")
     pruned_cleanly(saver.db, before, after)
     assert not found(readable(saver.db), WORDS[1])
+
+
+# -- what put and put_writes store is what LangGraph gave them ----------------------------
+
+
+class _ChangedMeanwhile:
+    """The saver's lock, which first does ``change`` each time a write takes it: what a
+    graph running on does to the objects it gave the saver while the saver waits for the
+    lock (``durability="async"`` saves in the background; ``add_messages`` gives
+    messages ids in place)."""
+
+    def __init__(self, lock: Any, change: Any) -> None:
+        self.lock, self.change = lock, change
+
+    def __enter__(self) -> Any:
+        self.change()
+        return self.lock.__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self.lock.__exit__(*exc)
+
+
+def test_put_and_put_writes_store_the_objects_as_they_were_when_called(
+    saver: RewindSaver,
+) -> None:
+    given = HumanMessage("as the user said it")
+    made: list[AIMessage] = []
+
+    def reply(state: MessagesState) -> dict[str, Any]:
+        made.append(AIMessage("as the node said it"))
+        return {"messages": made[-1:]}
+
+    def change() -> None:
+        for message in [given, *made]:
+            message.content, message.id = "changed later", "set later"
+
+    saver.lock = _ChangedMeanwhile(saver.lock, change)
+    graph = StateGraph(MessagesState).add_node("reply", reply).add_edge(START, "reply")
+    graph.compile(checkpointer=saver).invoke({"messages": [given]}, config("t"), durability="sync")
+    history = list(saver.list(config("t")))
+    first, ran = history[-1], history[-2]  # the input, and the step the node ran from
+    assert first.metadata["source"] == "input"
+    [stored] = first.checkpoint["channel_values"]["__start__"]["messages"]
+    assert (stored.content, stored.id) == ("as the user said it", None)
+    [(_, channel, written)] = ran.pending_writes
+    assert channel == "messages"
+    # (LangGraph itself gave the reply its id before it called put_writes.)
+    assert [(m.content, m.id != "set later") for m in written] == [("as the node said it", True)]
+
+
+def test_writes_saved_before_their_checkpoint_are_stored_as_they_were_when_called(
+    saver: RewindSaver,
+) -> None:
+    twin = InMemorySaver()
+    graph = noted_graph(twin)
+    graph.invoke({"messages": [HumanMessage("hello")]}, config("t"))  # waits, writes pending
+    waiting = twin.get_tuple(config("t"))
+    assert waiting is not None and waiting.pending_writes
+    parent = twin.get_tuple(waiting.parent_config) if waiting.parent_config else None
+    assert parent is not None
+    saver.put(parent.parent_config or config("t"), parent.checkpoint, parent.metadata, {})
+    values = {
+        c: v
+        for c, v in waiting.checkpoint["channel_values"].items()
+        if c in waiting.checkpoint["channel_versions"]
+    }
+    new_versions = dict(waiting.checkpoint["channel_versions"])
+    tasks: dict[str, list[tuple[str, Any]]] = {}
+    for task_id, channel, value in waiting.pending_writes:
+        tasks.setdefault(task_id, []).append((channel, value))
+    for task_id, writes in tasks.items():  # (async: a task's writes may come first)
+        saver.put_writes(waiting.config, writes, task_id)
+    expected = [(t, c, repr(v)) for t, c, v in waiting.pending_writes]
+    for _, _, value in waiting.pending_writes:  # the graph goes on with them
+        if isinstance(value, dict):
+            value["note-0"] = "changed later"
+        elif isinstance(value, list) and value and isinstance(value[0], AIMessage):
+            value[0].content = "changed later"
+    saver.put(
+        parent.config,
+        {**waiting.checkpoint, "channel_values": values},
+        waiting.metadata,
+        new_versions,
+    )
+    stored = saver.get_tuple(waiting.config)
+    assert stored is not None
+    assert sorted((t, c, repr(v)) for t, c, v in stored.pending_writes) == sorted(expected)
