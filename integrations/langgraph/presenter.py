@@ -318,7 +318,9 @@ class LangGraphPresenter(Presenter):
     ) -> Summary:
         """A thread's status (finished, interrupted and on which node, open, failed,
         empty) and its last answer as of ``as_of`` (None: now), from its newest
-        checkpoint and newest events then."""
+        checkpoint and newest events then. Of a thread (or subgraph) that has forks, the
+        branch LangGraph's ``get_state`` continues on now (the one that holds the newest
+        checkpoint) is of kind ``thread, current`` (``subgraph, current``)."""
         if branch.name == _names.INDEX_BRANCH:
             return Summary(
                 branch.name, self.name, "internal", "LangGraph saver index", "open", internal=True
@@ -326,22 +328,21 @@ class LangGraphPresenter(Presenter):
         parsed = _names.parse_branch(branch.name)
         if parsed is None:
             return super().summary(db, branch, as_of=as_of)
-        _, namespace, _ = parsed
+        thread_id, namespace, _ = parsed
         kind = "subgraph" if namespace else "thread"
         title = self._title(branch.name)  # a fork keeps its ~suffix: two attempts, two names
-        view = db.at(branch.name)
         with db.read():
-            head = self._newest(view, as_of)
             fork = self.fork(db, branch)
-            if head is None:
+            told = self._told(db, branch.name, branch.events, as_of)
+            if told is None:
                 return Summary(branch.name, self.name, kind, title, "empty", fork=fork)
-            memo: dict[Any, Any] = {}
-            length = branch.events if as_of is None else view.events.length(as_of=as_of)
-            recent = self._recent_writes(db, view, length, as_of)
-            own = [write for write in recent if write.checkpoint == head.id]
-            status, waiting, failure = self._status(view, head, own, memo, as_of)
-            texts = _TextRole(view, as_of, memo)
-            outcome = failure or self._last_answer(view, head, recent, memo, texts, as_of)
+            if (
+                as_of is None
+                and self._current(db, thread_id, namespace) == branch.name
+                and self._forked(db, thread_id, namespace, branch.name)
+            ):
+                kind = f"{kind}, current"
+        status, waiting, outcome = told
         return Summary(
             branch.name,
             self.name,
@@ -352,6 +353,64 @@ class LangGraphPresenter(Presenter):
             waiting,
             fork=fork,
         )
+
+    def _told(
+        self, db: rewinddb.Database, branch: str, events: int, as_of: int | None
+    ) -> tuple[Status, str | None, str | None] | None:
+        """(status, the node it waits on, the outcome) of ``branch`` (which holds
+        ``events`` events now) as of ``as_of``; None when it has no checkpoint then."""
+        view = db.at(branch)
+        head = self._newest(view, as_of)
+        if head is None:
+            return None
+        memo: dict[Any, Any] = {}
+        length = events if as_of is None else view.events.length(as_of=as_of)
+        recent = self._recent_writes(db, view, length, as_of)
+        own = [write for write in recent if write.checkpoint == head.id]
+        status, waiting, failure = self._status(view, head, own, memo, as_of)
+        texts = _TextRole(view, as_of, memo)
+        outcome = failure or self._last_answer(view, head, recent, memo, texts, as_of)
+        return status, waiting, outcome
+
+    def _forked(self, db: rewinddb.Database, thread_id: str, namespace: str, branch: str) -> bool:
+        """Whether the namespace has a live branch other than ``branch`` (the saver's
+        index lists the branches each thread owns)."""
+        prefix = f"own/{_names.escape(thread_id)}/"
+        for key in db.at(_names.INDEX_BRANCH).kv.keys(prefix):
+            other = _names.branch_of_key(key)
+            parsed = _names.parse_branch(other)
+            same = parsed is not None and parsed[:2] == (thread_id, namespace)
+            if other != branch and same and db.branches.exists(other):
+                return True
+        return False
+
+    def _current(self, db: rewinddb.Database, thread_id: str, namespace: str) -> str | None:
+        """The branch that holds a namespace's newest checkpoint, the one LangGraph's
+        ``get_state`` (a config without a checkpoint id) reads, as the saver's index
+        names it (the saver finds it so): the branch its record names ``newest`` when
+        that branch's head is newer than the record's ``head``, else the branch that
+        ``head`` was written on. None when the index cannot say."""
+        if not db.branches.exists(_names.INDEX_BRANCH):
+            return None
+        index = db.at(_names.INDEX_BRANCH)
+        record = index.kv.get(_names.namespace_key(thread_id, namespace))
+        if not isinstance(record, dict):
+            return None
+        head, newest = record.get("head"), record.get("newest")
+        if isinstance(newest, str) and db.branches.exists(newest):
+            parsed = _names.parse_branch(newest)
+            on = (
+                self._newest(db.at(newest))
+                if parsed and parsed[:2] == (thread_id, namespace)
+                else None
+            )
+            if on is not None and on.id is not None and (not isinstance(head, str) or on.id > head):
+                return newest
+        if not isinstance(head, str):
+            return None
+        entry = index.kv.get(_names.checkpoint_key(thread_id, namespace, head))
+        found = entry.get("branch") if isinstance(entry, dict) else None
+        return found if isinstance(found, str) and db.branches.exists(found) else None
 
     def _newest(self, view: rewinddb.BranchView, as_of: int | None = None) -> _Record | None:
         for entry in reversed(view.kv.history(_names.CHECKPOINT_KEY, as_of=as_of, limit=1)):

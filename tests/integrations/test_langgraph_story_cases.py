@@ -268,3 +268,51 @@ def test_a_failed_task_stays_in_the_story_and_its_retry_shows(db: rewinddb.Datab
             thread_page = _page_text(client, branch_url(branch))
             assert ("no result yet" in thread_page) is False
             assert (f"result failed: {error}" in thread_page) == (not retried)
+
+
+# -- 2. which line of a thread is current ----------------------------------------------
+
+
+def test_the_line_langgraph_continues_on_is_the_current_thread(db: rewinddb.Database) -> None:
+    """After time travel (new input from an old checkpoint) LangGraph's ``get_state``
+    continues on the fork: of the thread's attempts, that one is the current one,
+    with the outcome LangGraph reports; once the old line goes on, it is current again."""
+
+    def echo(state: MessagesState) -> dict:
+        return {"messages": [AIMessage("echo " + state["messages"][-1].content)]}
+
+    builder = StateGraph(MessagesState).add_node("bot", echo).add_edge(START, "bot")
+    graph = builder.compile(checkpointer=RewindSaver(db))
+    for text in ("Lisbon", "Porto"):
+        graph.invoke({"messages": [("user", text)]}, thread("trip"))
+    first = [s for s in graph.get_state_history(thread("trip")) if s.metadata["step"] == 1][-1]
+    graph.invoke({"messages": [("user", "Madrid instead")]}, first.config)
+
+    def current() -> list[story.Attempt]:
+        found = [a for a in story.attempts(db) if a.summary.kind.endswith("current")]
+        assert all(a.summary.kind == "thread, current" for a in found)
+        return found
+
+    state = graph.get_state(thread("trip"))
+    assert state.values["messages"][-1].content == "echo Madrid instead"
+    (fork,) = [b.name for b in db.branches.list() if b.name.startswith("lg/trip~")]
+    (now,) = current()
+    assert now.branch.name == fork and now.summary.outcome == "echo Madrid instead"
+    newest = story.branch_story(db, fork).steps.steps[-1]
+    assert newest.id == state.config["configurable"]["checkpoint_id"]
+    main = story.branch_story(db, "lg/trip").summary
+    assert (main.kind, main.outcome) == ("thread", "echo Porto")  # the old line, as it ended
+    with TestClient(create_app(db.path), base_url="http://localhost") as client:
+        assert f"Thread, current {fork[3:]}" in _page_text(client, branch_url(fork))
+        assert f"{fork[3:]} thread, current" in _page_text(client, "/")
+    # The old line goes on (from its own head): LangGraph continues there now.
+    old = next(
+        s
+        for s in graph.get_state_history(thread("trip"))
+        if s.values["messages"][-1].content == "echo Porto"
+    )
+    graph.invoke({"messages": [("user", "and Faro")]}, old.config)
+    state = graph.get_state(thread("trip"))
+    assert state.values["messages"][-1].content == "echo and Faro"
+    (now,) = current()
+    assert now.branch.name == "lg/trip" and now.summary.outcome == "echo and Faro"
