@@ -596,7 +596,10 @@ class RewindSaver(BaseCheckpointSaver[str]):
         return blob
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """The checkpoint the config names, or the thread's newest (on any branch)."""
+        """The checkpoint the config names, or the thread's newest (on any branch).
+        Given a ``checkpoint_id``, the tuple's config is the caller's own config (with
+        whatever else it holds, such as LangGraph's ``checkpoint_map``), as LangGraph's
+        savers return it; else a config that names the thread's newest checkpoint."""
         thread_id, checkpoint_ns, checkpoint_id = _target(config, "get_tuple")
         with self.db.read():
             if checkpoint_id is None:
@@ -604,8 +607,9 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 head = self._namespace_head(thread_id, checkpoint_ns, namespace)
                 if head is None:
                     return None
-                checkpoint_id = head
-            return self._load(thread_id, checkpoint_ns, checkpoint_id)
+                return self._load(thread_id, checkpoint_ns, head)
+            found = self._load(thread_id, checkpoint_ns, checkpoint_id)
+        return None if found is None else found._replace(config=config)
 
     def list(
         self,

@@ -6,6 +6,7 @@ savers take them."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,6 +15,7 @@ import pytest
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command, interrupt
@@ -366,3 +368,37 @@ def test_writes_saved_before_their_checkpoint_are_stored_as_they_were_when_calle
     stored = saver.get_tuple(waiting.config)
     assert stored is not None
     assert sorted((t, c, repr(v)) for t, c, v in stored.pending_writes) == sorted(expected)
+
+
+# -- get_tuple answers with the caller's config -------------------------------------------
+
+
+def test_get_tuple_of_a_checkpoint_id_answers_with_the_callers_config(tmp_path: Path) -> None:
+    with (
+        sqlite3.connect(tmp_path / "langgraph.sqlite", check_same_thread=False) as conn,
+        RewindSaver.from_path(tmp_path / "agent") as ours,
+    ):
+        answers = []
+        for saver in (InMemorySaver(), SqliteSaver(conn), ours):
+            graph = echo_graph(saver)
+            graph.invoke({"messages": [HumanMessage("hello")]}, config("t"))
+            head = saver.get_tuple(config("t"))
+            past = list(saver.list(config("t")))[-1]
+            for named in (head, past):
+                asked = {
+                    "configurable": {
+                        **named.config["configurable"],
+                        "checkpoint_map": {"": named.checkpoint["id"]},
+                        "user_key": 1,
+                    },
+                    "tags": ["mine"],
+                }
+                found = saver.get_tuple(asked)
+                assert found is not None and found.checkpoint["id"] == named.checkpoint["id"]
+                answers.append((type(saver).__name__, found.config is asked, found.config == asked))
+            newest = saver.get_tuple(config("t", user_key=1))  # no id: the newest's own
+            assert newest is not None
+            answers.append((type(saver).__name__, "newest", sorted(newest.config["configurable"])))
+        memory, sqlite, rewind = (answers[i : i + 3] for i in range(0, 9, 3))
+        assert [a[1:] for a in rewind] == [a[1:] for a in memory] == [a[1:] for a in sqlite]
+        assert rewind[0][1:] == (True, True)
