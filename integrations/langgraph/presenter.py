@@ -64,11 +64,15 @@ from .readable import (
 
 if TYPE_CHECKING:
     from rewinddb.diff import Change
-    from rewinddb.models import Event, HistoryEntry
+    from rewinddb.models import Event, EventItem, HistoryEntry
 
 #: The channel a conversation lives in (``MessagesState``, ``create_react_agent``).
 MESSAGES = "messages"
 START, INTERRUPT, RESUME, ERROR = "__start__", "__interrupt__", "__resume__", "__error__"
+#: The sources of checkpoints no task made (the input; ``update_state``; a copy of a
+#: checkpoint, as ``invoke(None, config)`` of a past one makes): what ran from their
+#: parent is not what they did.
+_NOT_RUN = frozenset(("input", "update", "fork"))
 #: LangGraph's task channel (a topic of ``Send`` packets).
 _TASKS = "__pregel_tasks"
 #: Events read at a time while looking for pending writes, and at most per question.
@@ -76,6 +80,8 @@ _CHUNK = 64
 #: Where LangChain's message classes live (``readable`` names a message by its class).
 _MESSAGE_CLASSES = "langchain_core.messages."
 _MAX_EVENTS = 4096
+#: Forks of forks a transcript looks up for the late writes of inherited checkpoints.
+_MAX_LINEAGE = 16
 #: Events read from the end of a branch for its last answer (the overview's outcome).
 _RECENT = 16
 #: Messages a transcript decodes after its page, looking for the results of its calls.
@@ -191,6 +197,31 @@ class _TextRole:
                 if isinstance(kind, str) and kind.startswith(_MESSAGE_CLASSES):
                     self._role = "human"
         return self._role
+
+
+class _Before:
+    """The messages (decoded, by id) the ``messages`` channel held at a step's parent
+    checkpoint; read once, when first asked."""
+
+    __slots__ = ("_db", "_memo", "_parent", "_read")
+
+    def __init__(self, db: rewinddb.Database, parent: _Record | None, memo: dict[Any, Any]) -> None:
+        self._db, self._parent, self._memo = db, parent, memo
+        self._read: dict[str, Any] | None = None
+
+    def __call__(self) -> dict[str, Any]:
+        if self._read is None:
+            self._read = {}
+            if self._parent is not None:
+                view = self._db.at(self._parent.branch)
+                key = _names.channel_key(MESSAGES)
+                items = _items(view.kv.get(key, as_of=self._parent.version))
+                if items is not None:
+                    for stored in items.stored:
+                        value, _ = items.decoded(stored, self._memo)
+                        if (mid := _id_of(value)) is not None:
+                            self._read[mid] = value
+        return self._read
 
 
 def _record(entry: HistoryEntry) -> _Record | None:
@@ -760,7 +791,7 @@ class LangGraphPresenter(Presenter):
                 for n in nodes
             )
             label = label or record.source or "checkpoint"
-            added = self._messages(made, memo, texts)
+            added = self._messages(made, memo, texts, _Before(db, parent, memo))
             events = tuple(write.sequence for write in ran)
             channels = tuple(dict.fromkeys(w.channel for w in made if not _bookkeeping(w.channel)))
         if not record.stored:
@@ -779,7 +810,11 @@ class LangGraphPresenter(Presenter):
             writes=channels,
             messages=tuple(replace(m, step=record.version) for m in added),
             interrupts=self._asked(
-                ran, None if parent is None else parent.version, own, record.version, memo
+                [] if record.source in _NOT_RUN else ran,
+                None if parent is None else parent.version,
+                own,
+                record.version,
+                memo,
             ),
             events=events,
         )
@@ -809,13 +844,31 @@ class LangGraphPresenter(Presenter):
         return (*added, *failures)
 
     def _messages(
-        self, writes: Iterable[_Write], memo: dict[Any, Any], texts: _TextRole
+        self,
+        writes: Iterable[_Write],
+        memo: dict[Any, Any],
+        texts: _TextRole,
+        before: _Before | None = None,
     ) -> tuple[Message, ...]:
-        """The messages ``writes`` put in the ``messages`` channel."""
+        """The messages ``writes`` put in the ``messages`` channel. A write of several
+        messages with ids (a subgraph's whole state, a node that returns the whole list)
+        may hold messages the channel had already, unchanged: ``add_messages`` keeps
+        them as they were, and they are not shown as added again (``before``: the
+        channel as the step began)."""
         found: list[Message] = []
         for write in writes:
-            if write.channel == MESSAGES:
+            if write.channel != MESSAGES:
+                continue
+            value, stored = _shown(write, memo)
+            likes = message_likes(value) if value is not stored else []
+            if before is None or sum(_id_of(like) is not None for like in likes) < 2:
                 found.extend(self._written(write, memo, texts))
+                continue
+            had = before()
+            for like in likes:
+                mid = _id_of(like)
+                if mid is None or had.get(mid, _UNREAD) != like:
+                    found.extend(written_messages([like], texts))
         return tuple(found)
 
     def _written(self, write: _Write, memo: dict[Any, Any], texts: _TextRole) -> list[Message]:
@@ -1007,15 +1060,24 @@ class LangGraphPresenter(Presenter):
         for mid, value in wanted.items():
             shown = message(value)
             by_text.setdefault((shown.role, shown.text), []).append(mid)
-        found: dict[str, _Write] = {}
+        # The writes that hold each message as it is now, newest first: the oldest made
+        # it (a subgraph, or a node that returns the whole list, writes again what was
+        # there before it ran); a write that held it otherwise ends the search for it.
+        found: dict[str, list[_Write]] = {}
         edited: set[str] = set()
+        settled: set[str] = set()
+        doubtful: set[str] = set()  # found in a write that held other messages too
 
         def like(written: Any) -> str | None:
-            """The wanted message an id-less message-like stands for (the newest of
-            those with its role and text not found yet)."""
+            """The wanted message an id-less message-like stands for: the newest of
+            those with its role and text not found yet, else the newest still open."""
             (shown,) = written_messages(written, "human")
-            for mid in reversed(by_text.get((shown.role, shown.text), [])):
+            candidates = by_text.get((shown.role, shown.text), [])
+            for mid in reversed(candidates):
                 if mid not in found:
+                    return mid
+            for mid in reversed(candidates):
+                if mid not in settled:
                     return mid
             return None
 
@@ -1025,7 +1087,8 @@ class LangGraphPresenter(Presenter):
             if inherited is not None and write.checkpoint not in inherited:
                 return
             value, _ = _shown(write, memo)
-            for written in message_likes(value):
+            likes = message_likes(value)
+            for written in likes:
                 mid = _id_of(written)
                 if mid is None and isinstance(written, dict):
                     mid = unnamed.get(_without_id(written))
@@ -1035,27 +1098,46 @@ class LangGraphPresenter(Presenter):
                     mid = like(written)
                     if mid is not None:  # as the channel holds it (it has no other form)
                         written = wanted[mid]
-                if mid in wanted and mid not in found:
-                    found[mid] = write
-                    if written != wanted[mid]:
+                if mid not in wanted or mid in settled:
+                    continue
+                if mid not in found:
+                    found[mid] = [write]
+                    if written != wanted[mid]:  # changed since it was written
                         edited.add(mid)
+                        settled.add(mid)
+                elif written == wanted[mid]:
+                    found[mid].append(write)
+                else:  # the newer write changed it: that one made it as it is
+                    settled.add(mid)
+                if len(likes) > 1 and mid not in settled:
+                    doubtful.add(mid)
+                else:
+                    doubtful.discard(mid)
 
         end = view.events.length(as_of=as_of)
         budget = read = 4 * len(wanted) + _CHUNK
-        while end > 0 and budget > 0 and len(found) < len(wanted):
+        # Once each is found, one chunk more, for what a write held again (its origin
+        # is most often just before: the input of the subgraph that wrote it again).
+        again = _CHUNK
+        while end > 0 and budget > 0 and again > 0:
+            if len(found) == len(wanted) and not doubtful:
+                break
+            complete = len(found) == len(wanted)
             start = max(end - _CHUNK, 0)
             after = start - 1 if start else None
             items = view.events.list(as_of=as_of, after=after, limit=end - start)
             for item in reversed(items):
                 consider(_write(item.event, db))
             budget -= end - start
+            if complete:
+                again -= end - start
             end = start
         # The checkpoints the writes made are among as many as were read. (A write is
         # saved in the background, maybe after the next checkpoint: its checkpoint's
         # child is the step it made, whatever version the write itself has.)
         entries = view.kv.history(_names.CHECKPOINT_KEY, as_of=as_of, limit=read - budget + _CHUNK)
         records = [record for entry in entries if (record := _record(entry)) is not None]
-        if len(found) < len(wanted):
+        if len(found) < len(wanted) or doubtful:
             # A fork's parent may have saved a write of an inherited checkpoint after the
             # fork point (in the background): it is the fork's history too.
             info = view.info()
@@ -1063,16 +1145,20 @@ class LangGraphPresenter(Presenter):
                 inherited = {r.id for r in records if r.id and r.version <= info.forked_at}
                 parent = db.at(info.parent)
                 start = parent.events.length(as_of=info.forked_at)
-                for item in parent.events.list(after=start - 1 if start else None, limit=read):
+                later = parent.events.list(after=start - 1 if start else None, limit=read)
+                for item in reversed(later):
                     consider(_write(item.event, db), inherited)
         if not found:
             return {}
         made_by = {record.parent: index for index, record in enumerate(records) if record.parent}
         steps: dict[str, int] = {}
-        for mid, write in found.items():
-            made = made_by.get(write.checkpoint)
-            if made is None:
+        for mid, writes in found.items():
+            known = [
+                made for write in writes if (made := made_by.get(write.checkpoint)) is not None
+            ]
+            if not known:
                 continue
+            made = min(known, key=lambda index: records[index].version)
             if mid not in edited:
                 steps[mid] = records[made].version
                 continue
@@ -1094,6 +1180,10 @@ class LangGraphPresenter(Presenter):
         the checkpoints (by version) a task failed at and did not run again from, with
         the error."""
         items = view.events.list(as_of=as_of, event_type=_names.WRITE_EVENT, search='"channel":"__')
+        seen = {(item.event.branch, item.event.sequence) for item in items}
+        for item in self._inherited_writes(db, branch, as_of):
+            if (item.event.branch, item.event.sequence) not in seen:
+                items.append(item)
         grouped: dict[str, list[_Write]] = {}
         for item in items:
             write = _write(item.event, db)
@@ -1115,6 +1205,46 @@ class LangGraphPresenter(Presenter):
                 if write.channel == ERROR and write.task not in again and version is not None:
                     failures.setdefault(version, _error_text(write, memo))
         return found, failures
+
+    def _inherited_writes(
+        self, db: rewinddb.Database, branch: str, as_of: int | None
+    ) -> list[EventItem]:
+        """The pending writes of the checkpoint a fork's first own step was made from
+        (inherited: ``Command(resume=...)`` or new input on a past checkpoint) that the
+        branch holding it saved after the fork point, so the fork's history cannot read
+        them: they made the fork's step. Up the forks' lineage; none for a fork whose
+        first step no task made (an edit, a copy)."""
+        if not db.branches.exists(_names.INDEX_BRANCH):
+            return []
+        index = db.at(_names.INDEX_BRANCH)
+        found: list[EventItem] = []
+        record = db.branches.get(branch)
+        for _ in range(_MAX_LINEAGE):
+            parent = record.parent
+            parsed = _names.parse_branch(record.name)
+            if parent is None or parsed is None or _names.parse_branch(parent) is None:
+                break  # a thread begun on ``default``: no fork
+            if not db.branches.exists(parent):
+                break
+            first = self._first_own(db, record)
+            if first is not None and first.source not in _NOT_RUN and first.parent is not None:
+                key = _names.checkpoint_key(parsed[0], parsed[1], first.parent)
+                entry = index.kv.get(key)
+                holder = entry.get("branch") if isinstance(entry, dict) else None
+                version = entry.get("version") if isinstance(entry, dict) else None
+                if (
+                    isinstance(holder, str)
+                    and type(version) is int
+                    and version <= record.forked_at
+                    and db.branches.exists(holder)
+                ):
+                    found += db.at(holder).events.list(
+                        as_of=as_of,
+                        event_type=_names.WRITE_EVENT,
+                        search=f'"checkpoint_id":"{first.parent}"',
+                    )
+            record = db.branches.get(parent)
+        return found
 
     def state(self, db: rewinddb.Database, step: Step) -> dict[str, Any]:
         """Channel name -> value as of ``step``, decoded; LangGraph's routing, input and

@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
-from langgraph.types import Command, Send
+from langgraph.types import Command, Send, interrupt
 from typing_extensions import TypedDict
 
 import rewinddb
@@ -316,3 +316,87 @@ def test_the_line_langgraph_continues_on_is_the_current_thread(db: rewinddb.Data
     assert state.values["messages"][-1].content == "echo and Faro"
     (now,) = current()
     assert now.branch.name == "lg/trip" and now.summary.outcome == "echo and Faro"
+
+
+# -- 5. approvals on forks and in subgraphs ------------------------------------------------
+
+
+def _asking_graph(saver: RewindSaver) -> Any:
+    """START -> ask (interrupts with a question, then says the answer) -> END."""
+
+    def ask(state: MessagesState) -> dict:
+        answer = interrupt({"question": "Send it?"})
+        return {"messages": [AIMessage(f"answer was {answer}")]}
+
+    builder = StateGraph(MessagesState).add_node("ask", ask).add_edge(START, "ask")
+    return builder.compile(checkpointer=saver)
+
+
+def _cards(transcript: presenters.Transcript) -> list[tuple[Any, Any, bool]]:
+    return [(i.text, i.resume, i.resumed) for i in transcript.interrupts]
+
+
+def test_a_fork_at_an_approval_tells_the_approval_once(db: rewinddb.Database) -> None:
+    """Forks made at the checkpoint that asked: ``Command(resume=...)`` there (LangGraph
+    reuses the answer it has: the fork's step was made by it) shows the approval in the
+    fork's conversation as in its steps; ``invoke(None, ...)`` there copies the
+    checkpoint and asks again: one approval, waiting, as ``get_state`` reports."""
+    graph = _asking_graph(RewindSaver(db))
+    for name, again in (("resumed", Command(resume="no")), ("copied", None)):
+        graph.invoke({"messages": [("user", "go")]}, thread(name))
+        graph.invoke(Command(resume="yes"), thread(name))
+        asked = next(s for s in graph.get_state_history(thread(name)) if s.next == ("ask",))
+        ((question,),) = [t.interrupts for t in asked.tasks]
+        graph.invoke(again, asked.config)
+        state = graph.get_state(thread(name))
+        (fork,) = [b.name for b in db.branches.list() if b.name.startswith(f"lg/{name}~")]
+        told = story.branch_story(db, fork)
+        assert told.transcript is not None
+        in_steps = [(i.text, i.resume, i.resumed) for s in told.steps.steps for i in s.interrupts]
+        if again is not None:  # LangGraph answered with what it had: "yes"
+            assert state.values["messages"][-1].content == "answer was yes"
+            assert not state.next and not state.interrupts
+            assert in_steps == _cards(told.transcript) == [("Send it?", "yes", True)]
+            items = story.chat(told.transcript, told.summary.fork)
+            kinds = [i.kind if i.message is None else i.message.role for i in items]
+            assert kinds == ["human", "interrupt", "fork", "ai"]
+        else:
+            assert state.next == ("ask",)
+            assert [i.value for i in state.interrupts] == [question.value]
+            assert in_steps == _cards(told.transcript) == [("Send it?", None, False)]
+            assert (told.summary.status, told.summary.waiting_on) == ("interrupted", "ask")
+        assert question.value == {"question": "Send it?"}
+
+
+def test_an_approval_in_a_subgraph_follows_the_message_that_led_to_it(
+    db: rewinddb.Database,
+) -> None:
+    """A subgraph returns its whole state: its step adds only what LangGraph's history
+    says it added (not the human message again), and the conversation reads the human
+    message, then the approval, then the answer."""
+
+    def ask(state: MessagesState) -> dict:
+        answer = interrupt({"question": "Which scope?"})
+        return {"messages": [AIMessage(f"researched with scope {answer}")]}
+
+    sub = StateGraph(MessagesState).add_node("ask", ask).add_edge(START, "ask").compile()
+    builder = StateGraph(MessagesState).add_node("research", sub).add_edge(START, "research")
+    graph = builder.compile(checkpointer=RewindSaver(db))
+    graph.invoke({"messages": [("user", "research tiles")]}, thread("r"))
+    graph.invoke(Command(resume="deep"), thread("r"))
+    assert _story_added(db, "lg/r") == _added_by_langgraph(graph, thread("r"))
+    told = story.branch_story(db, "lg/r")
+    assert told.transcript is not None
+    items = story.chat(told.transcript, told.summary.fork)
+    shown = [
+        (i.kind, i.message.text if i.message else i.interrupt.text if i.interrupt else None)
+        for i in items
+    ]
+    assert shown == [
+        ("message", "research tiles"),
+        ("interrupt", "Which scope?"),
+        ("message", "researched with scope deep"),
+    ]
+    (research,) = [s for s in told.steps.steps if s.label == "research"]
+    assert [m.text for m in research.messages] == ["researched with scope deep"]
+    assert [(i.text, i.resume) for i in research.interrupts] == [("Which scope?", "deep")]
