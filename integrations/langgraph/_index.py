@@ -11,6 +11,8 @@ LangGraph state. Keys (see ``_names``):
   namespace's first branch, and its newest checkpoint: the newer of ``head`` and the
   newest checkpoint of branch ``newest``, where its checkpoints go (so the record is
   written again only when they go to another branch; ``head`` alone in older records).
+  ``"thread": id`` when the names hold the thread id's digest (``_names.Digest``: the
+  empty id), which is how a key read back names the thread.
 - ``run/<run_id>/<thread>/<ns>/<id>``: the checkpoints of a run.
 - ``own/<thread>/<branch>``: branches a thread created; ``ref/<branch>/<thread>``:
   branches a copied thread reads from, kept while referenced; ``held/<branch>``: a

@@ -4,6 +4,12 @@ A thread's root namespace lives on branch ``lg/<thread_id>``, a subgraph namespa
 ``lg/<thread_id>/<checkpoint_ns>``, and a time-travel fork of either on
 ``<that name>~<short checkpoint id>``. Thread ids and namespaces are escaped so that
 ``/``, ``~`` and ``%`` in them cannot be confused with the separators.
+
+A thread id that cannot stand as itself (the empty one) stands as a *digest*: ``#`` and
+the first 40 hex digits of its sha256 (``#`` is escaped everywhere else, so the two never
+meet). Parsing gives the digest back (a :class:`Digest`, which escapes as itself), so
+keys built from a parsed name are the keys the saver wrote; the thread id itself is kept
+in its namespaces' records (``thread``, see ``_index``).
 """
 
 from __future__ import annotations
@@ -19,19 +25,53 @@ WRITE_PREFIX = "write/"
 WRITE_EVENT = "langgraph.write"
 
 
-def escape(text: str) -> str:
-    """``text`` with ``/``, ``~``, ``%`` and other separators percent-encoded."""
+#: What a digest starts with (escaped in every other name part).
+DIGEST = "#"
+
+
+class Digest(str):
+    """A name part that stands for a text in its place (:func:`digest`): as parsed from a
+    key or branch name, it escapes as itself."""
+
+    __slots__ = ()
+
+
+def digest(text: str) -> Digest:
+    """The part that stands for ``text``: ``#`` and 40 hex digits of its sha256."""
+    return Digest(DIGEST + hashlib.sha256(text.encode()).hexdigest()[:40])
+
+
+def _quoted(text: str) -> str:
     return quote(text, safe=":|-_.@ ").replace("~", "%7E")
 
 
+def escape(text: str) -> str:
+    """``text`` with ``/``, ``~``, ``%`` (and ``#``) and other separators
+    percent-encoded; a :class:`Digest` as itself."""
+    return text if isinstance(text, Digest) else _quoted(text)
+
+
 def unescape(text: str) -> str:
-    """The inverse of :func:`escape`."""
-    return unquote(text)
+    """The inverse of :func:`escape` (a digest comes back as a :class:`Digest`)."""
+    return Digest(text) if text.startswith(DIGEST) else unquote(text)
+
+
+def thread_part(thread_id: str) -> str:
+    """How a thread id stands in branch names and index keys: escaped, or (the empty
+    id) as its digest."""
+    if isinstance(thread_id, Digest):
+        return thread_id
+    return _quoted(thread_id) if thread_id else digest(thread_id)
+
+
+def as_itself(thread_id: str) -> bool:
+    """Whether the thread id stands as itself in names (else as its digest)."""
+    return not isinstance(thread_part(thread_id), Digest)
 
 
 def main_branch(thread_id: str, checkpoint_ns: str) -> str:
     """The branch a (thread, namespace) starts on."""
-    name = PREFIX + escape(thread_id)
+    name = PREFIX + thread_part(thread_id)
     return f"{name}/{escape(checkpoint_ns)}" if checkpoint_ns else name
 
 
@@ -69,33 +109,42 @@ def write_key(channel: str, idx: int) -> str:
 
 
 def thread_prefix(thread_id: str) -> str:
-    return f"{escape(thread_id)}/"
+    return f"{thread_part(thread_id)}/"
 
 
 def checkpoint_key(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> str:
-    return f"cp/{escape(thread_id)}/{escape(checkpoint_ns)}/{checkpoint_id}"
+    return f"cp/{thread_part(thread_id)}/{escape(checkpoint_ns)}/{checkpoint_id}"
 
 
 def parse_checkpoint_key(key: str) -> tuple[str, str, str]:
-    """``(thread_id, checkpoint_ns, checkpoint_id)`` of a key from :func:`checkpoint_key`."""
+    """``(thread_id, checkpoint_ns, checkpoint_id)`` of a key from :func:`checkpoint_key`
+    (a thread id that stands as its digest comes back as that :class:`Digest`)."""
     _, thread, ns, checkpoint_id = key.split("/", 3)
     return unescape(thread), unescape(ns), checkpoint_id
 
 
 def namespace_key(thread_id: str, checkpoint_ns: str) -> str:
-    return f"ns/{escape(thread_id)}/{escape(checkpoint_ns)}"
+    return f"ns/{thread_part(thread_id)}/{escape(checkpoint_ns)}"
 
 
 def run_key(run_id: str, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> str:
-    return f"run/{escape(run_id)}/{escape(thread_id)}/{escape(checkpoint_ns)}/{checkpoint_id}"
+    thread, ns = thread_part(thread_id), escape(checkpoint_ns)
+    return f"run/{escape(run_id)}/{thread}/{ns}/{checkpoint_id}"
+
+
+def parse_run_key(key: str) -> tuple[str, str]:
+    """``(thread part, checkpoint_ns)`` of a key from :func:`run_key`, parsed (a digest
+    stays one: see ``names``)."""
+    _, _, thread, ns, _ = key.split("/", 4)
+    return unescape(thread), unescape(ns)
 
 
 def owned_key(thread_id: str, branch: str) -> str:
-    return f"own/{escape(thread_id)}/{escape(branch)}"
+    return f"own/{thread_part(thread_id)}/{escape(branch)}"
 
 
 def ref_key(branch: str, thread_id: str) -> str:
-    return f"ref/{escape(branch)}/{escape(thread_id)}"
+    return f"ref/{escape(branch)}/{thread_part(thread_id)}"
 
 
 def held_key(branch: str) -> str:
@@ -125,7 +174,9 @@ def branch_of_key(key: str) -> str:
 
 def parse_branch(name: str) -> tuple[str, str, str | None] | None:
     """``(thread_id, checkpoint_ns, fork)`` of a branch the saver names (``fork``: the
-    ``~...`` suffix of a time-travel fork, else None); None for any other name."""
+    ``~...`` suffix of a time-travel fork, else None); None for any other name. A thread
+    id that stands as its digest comes back as that :class:`Digest` (``checkpoint_key``
+    and the others take it)."""
     if not name.startswith(PREFIX):
         return None
     base, tilde, fork = name[len(PREFIX) :].partition("~")
@@ -133,3 +184,8 @@ def parse_branch(name: str) -> tuple[str, str, str | None] | None:
     if not thread:
         return None
     return unescape(thread), unescape(namespace), fork if tilde else None
+
+
+def same_thread(part: str, thread_id: str) -> bool:
+    """Whether a parsed thread id (of a key or branch name) is the one of ``thread_id``."""
+    return thread_part(part) == thread_part(thread_id)

@@ -52,7 +52,7 @@ def _target(config: RunnableConfig | None, what: str) -> tuple[str, str, str | N
         )
     configurable = config["configurable"]
     thread_id = configurable.get("thread_id")
-    if thread_id is None or thread_id == "":
+    if thread_id is None:
         raise ValueError(
             f"{what}: the config has no 'thread_id' in 'configurable'; pass "
             "{'configurable': {'thread_id': '<your thread id>'}}"
@@ -66,6 +66,12 @@ def _own(stored: Any, given: Any) -> Any:
     """What ``dump_record`` made of ``given``, as a copy of its own when that is the dict
     itself (plain JSON): LangGraph may change the dicts inside it after the call."""
     return _json_copy(stored) if stored is given else stored
+
+
+def _names_of(thread_id: str) -> dict[str, str]:
+    """What a namespace's record keeps of its thread: the thread id, when the saver's
+    names hold its digest instead (see ``_names``)."""
+    return {} if _names.as_itself(thread_id) else {"thread": thread_id}
 
 
 def _before_id(before: RunnableConfig | None) -> str | None:
@@ -471,7 +477,11 @@ class RewindSaver(BaseCheckpointSaver[str]):
         if not isinstance(newest, str):
             return head
         parsed = _names.parse_branch(newest)
-        if parsed is not None and parsed[:2] == (thread_id, checkpoint_ns):
+        if (
+            parsed is not None
+            and _names.same_thread(parsed[0], thread_id)
+            and parsed[1] == checkpoint_ns
+        ):
             try:
                 on = self._head_id(newest)
             except rewinddb.NotFoundError:  # deleted by hand: the record's head stands
@@ -479,6 +489,15 @@ class RewindSaver(BaseCheckpointSaver[str]):
             if on is not None and (head is None or on > head):
                 head = on
         return head
+
+    def _thread_of(self, part: str, checkpoint_ns: str) -> str:
+        """The thread id a key or branch name names (as parsed): itself, or for a
+        :class:`_names.Digest` the id its namespace's record keeps (``thread``)."""
+        if not isinstance(part, _names.Digest):
+            return part
+        record = self.index.get(_names.namespace_key(part, checkpoint_ns))
+        thread = record.get("thread") if isinstance(record, dict) else None
+        return thread if isinstance(thread, str) else part
 
     def _write_payloads(
         self, entry: dict, checkpoint_id: str, listing: _Listing | None = None
@@ -639,6 +658,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         ]
         count = 0
         listing = _Listing(self)
+        names: dict[tuple[str, str], str] = {}  # digests -> the thread ids they stand for
         for start in range(0, len(wanted), _LISTED_TOGETHER):
             batch = wanted[start : start + _LISTED_TOGETHER]
             with self.db.read():
@@ -654,6 +674,12 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 entry = entries.get(key)
                 if entry is None:
                     continue
+                if isinstance(thread_id, _names.Digest):
+                    if (thread_id, checkpoint_ns) not in names:
+                        names[(thread_id, checkpoint_ns)] = self._thread_of(
+                            thread_id, checkpoint_ns
+                        )
+                    thread_id = names[(thread_id, checkpoint_ns)]
                 loaded = self._load(thread_id, checkpoint_ns, checkpoint_id, listing, entry)
                 if loaded is None:
                     continue
@@ -710,7 +736,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         self.db.branches.fork(source, name, at=at)
         created: dict[str, Any] = {_names.owned_key(thread_id, name): True}
         if main is None:
-            created[ns_key] = {"main": name, "head": None}
+            created[ns_key] = {"main": name, "head": None, **_names_of(thread_id)}
         return _Placement(name, created, namespace, self._channel_versions(parent))
 
     def _channel_versions(self, entry: dict | None) -> ChannelVersions:
@@ -985,7 +1011,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         with self.db.read():
             for run_id in runs:
                 for key in self.index.keys(f"run/{_names.escape(run_id)}/"):
-                    threads.add(_names.unescape(key.split("/", 3)[2]))
+                    threads.add(self._thread_of(*_names.parse_run_key(key)))
 
         def of_runs(entries: dict[str, dict]) -> set[str]:
             return {
@@ -1108,7 +1134,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         (``prune``): when cutting the branches' history would leave some of it, the
         kept checkpoints are written anew (``_rebuild``). Returns the index keys it
         removed, to be erased."""
-        escaped = _names.escape(thread_id)
+        escaped = _names.thread_part(thread_id)
         entries: dict[str, dict] = self.index.get_many(self.index.records(thread_id))
         own_keys = self.index.keys(f"own/{escaped}/")
         ns_keys = self.index.keys(f"ns/{escaped}/")
@@ -1326,6 +1352,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 "main": mains[ns],
                 "head": head,
                 "newest": branch,
+                **_names_of(thread_id),
             }
         removed += [key for key in ns_keys if key not in puts]
         removed += ref_keys
@@ -1475,7 +1502,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         """Copy a thread: one O(1) fork per branch; the copy reads the source's history."""
         source, target = str(source_thread_id), str(target_thread_id)
         with self._writing():
-            src, dst = _names.escape(source), _names.escape(target)
+            src, dst = _names.thread_part(source), _names.thread_part(target)
             forks: dict[str, str] = {}
             puts: dict[str, Any] = {}
             for key in self.index.keys(f"own/{src}/"):
@@ -1491,6 +1518,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 puts[_names.namespace_key(target, ns)] = {
                     "main": forks.get(namespace["main"], namespace["main"]),
                     "head": self._namespace_head(source, ns, namespace),
+                    **_names_of(target),
                 }
             for key in self.index.records(source):
                 _, ns, checkpoint_id = _names.parse_checkpoint_key(key)

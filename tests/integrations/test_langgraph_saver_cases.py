@@ -18,7 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
-from langgraph.types import Command, interrupt
+from langgraph.types import Command, StateSnapshot, interrupt
 from leaks import encodings, hits_in_files
 from typing_extensions import TypedDict
 
@@ -402,3 +402,70 @@ def test_get_tuple_of_a_checkpoint_id_answers_with_the_callers_config(tmp_path: 
         memory, sqlite, rewind = (answers[i : i + 3] for i in range(0, 9, 3))
         assert [a[1:] for a in rewind] == [a[1:] for a in memory] == [a[1:] for a in sqlite]
         assert rewind[0][1:] == (True, True)
+
+
+# -- thread ids as LangGraph's own savers take them -----------------------------------------
+
+
+def subgraph_graph(checkpointer: Any) -> Any:
+    """START -> outer -> sub (a subgraph: inner), so checkpoints of a namespace come too."""
+    inner = StateGraph(MessagesState).add_node(
+        "inner", lambda state: {"messages": [AIMessage("from the subgraph")]}
+    )
+    builder = StateGraph(MessagesState)
+    builder.add_node("outer", lambda state: {"messages": [AIMessage("outer")]})
+    builder.add_node("sub", inner.add_edge(START, "inner").compile())
+    builder.add_edge(START, "outer").add_edge("outer", "sub")
+    return builder.compile(checkpointer=checkpointer)
+
+
+def shown(graph: Any, cfg: Any) -> list[tuple[Any, ...]]:
+    """What LangGraph shows of a thread: each checkpoint's step, next, messages and
+    namespace (with the subgraph's states)."""
+    return [
+        (
+            s.metadata["step"],
+            s.next,
+            [m.content for m in s.values.get("messages", [])],
+            s.config["configurable"]["checkpoint_ns"],
+            [
+                [m.content for m in t.state.values.get("messages", [])]
+                for t in s.tasks
+                if isinstance(t.state, StateSnapshot)
+            ],
+        )
+        for s in graph.get_state_history(cfg)
+    ]
+
+
+def runs_alike(saver: RewindSaver, thread_id: str) -> None:
+    """A graph with a subgraph, run on ``thread_id`` with ``saver`` and with
+    InMemorySaver: LangGraph shows the same thread, at the root and in the subgraph,
+    ``list(None)`` names it, and it can be copied, pruned and deleted."""
+    twin = subgraph_graph(InMemorySaver())
+    graph = subgraph_graph(saver)
+    for g in (graph, twin):
+        for text in ("one", "two"):
+            g.invoke({"messages": [HumanMessage(text, id=text)]}, config(thread_id))
+    assert shown(graph, config(thread_id)) == shown(twin, config(thread_id))
+    sub = [t for t in saver.list(None) if t.config["configurable"]["checkpoint_ns"]]
+    assert sub and {t.config["configurable"]["thread_id"] for t in sub} == {thread_id}
+    assert thread_id in {t.config["configurable"]["thread_id"] for t in saver.list(None)}
+    saver.copy_thread(thread_id, "copied")
+    copied = shown(graph, config("copied"))
+    assert copied == shown(twin, config(thread_id))
+    saver.prune([thread_id])
+    assert len(list(saver.list(config(thread_id)))) == 1
+    graph.invoke({"messages": [HumanMessage("three", id="three")]}, config(thread_id))
+    twin.invoke({"messages": [HumanMessage("three", id="three")]}, config(thread_id))
+    assert shown(graph, config(thread_id))[0] == shown(twin, config(thread_id))[0]
+    saver.delete_thread(thread_id)
+    assert list(saver.list(config(thread_id))) == []
+    assert thread_id not in {t.config["configurable"]["thread_id"] for t in saver.list(None)}
+    assert shown(graph, config("copied")) == copied  # the copy did not notice
+    assert saver.db.verify().ok
+
+
+def test_the_empty_thread_id_is_a_thread_as_in_inmemorysaver(saver: RewindSaver) -> None:
+    runs_alike(saver, "")
+    assert [b for b in saver.db.branches.names() if b.startswith("lg/copied")]
