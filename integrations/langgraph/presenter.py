@@ -11,7 +11,11 @@ What it reads, and why it stays cheap on long threads:
   to the ``messages`` channel. A page reads the events from its oldest parent's on, and
   stops at the first write of a checkpoint newer than its newest step;
 - an interrupt is a ``__interrupt__`` write of a checkpoint, answered by its
-  ``__resume__`` writes; the transcript is the ``messages`` channel as of a version;
+  ``__resume__`` writes (shown on the step the answered node made; until then on that
+  checkpoint's), and a task that failed there is its ``__error__`` write (shown on that
+  checkpoint's step); the transcript is the ``messages`` channel as of a version;
+- which branch of a thread is current (the one LangGraph's ``get_state`` reads) is the
+  saver's index record of the namespace: one or two reads;
 - a write whose value the saver kept as a channel value (a dict of many members: its
   event names the key and version, ``value_at``) is read there only when it is shown.
 
