@@ -171,6 +171,7 @@ def export_jsonl(
         marks = ",".join("?" * len(ids))
         params = tuple(sorted(ids))
         result = TransferCounts()
+        dropped = _dropped_merges(engine, marks, params)
         if progress is not None:
             progress.total = sum(
                 conn.fetchone(f"SELECT count(*) FROM {table} WHERE branch_id IN ({marks})", params)[
@@ -222,6 +223,8 @@ def export_jsonl(
                 result.branches.append(name)
         for stand_in in _merge_stand_ins(engine, ids, marks, params):
             emit("branch", _line(stand_in))
+        for placeholder, ts in dropped.values():
+            emit("branch", _line(_placeholder_record(placeholder, None, 0, ts, ts)))
         if engine.conn.schema_migrated[1] >= 8:  # older schemas had no retention
             for row in conn.fetchall(
                 f"SELECT branch_id, {', '.join(_HORIZON_FIELDS)} FROM rewind_horizons "
@@ -252,6 +255,8 @@ def export_jsonl(
             params,
         ):
             version, branch_id, ts, trigger, message, merge_branch, merge_version = row
+            if version in dropped:  # a merge an older import left without its source
+                merge_branch, merge_version = dropped[version][0], version - 1
             emit(
                 "commit",
                 _line(
@@ -377,6 +382,50 @@ def _merge_stand_ins(
             }
         )
     return records
+
+
+def _dropped_merges(
+    engine: Engine, marks: str, params: tuple[int, ...]
+) -> dict[int, tuple[int, int]]:
+    """The exported commits that write no entry and no event and are not merges, each
+    with a new branch id for a placeholder source and its time: a database that an
+    older rewinddb imported from a partial export holds one for each merge whose source
+    that export dropped (``merge_branch`` null). The store finds a branch's newest commit
+    through those rows (``_clock.previous_hash``), so such a commit breaks the branch's
+    hash chain at its next write, and an import refuses it (it says the file was edited).
+    The export writes each as the importer repairs an older file: a merge of a
+    placeholder of its own, merged at the version before it (``_Importer.repair_merges``).
+    (A range of one version: SQLite seeks the (branch, version) indexes for it.)"""
+    conn = engine.conn
+    rows = conn.fetchall(
+        "SELECT c.version, c.ts FROM rewind_commits c "
+        f"WHERE c.branch_id IN ({marks}) AND c.merge_branch_id IS NULL AND NOT EXISTS ("
+        "SELECT 1 FROM rewind_entries e WHERE e.branch_id = c.branch_id "
+        "AND e.version >= c.version AND e.version <= c.version) AND NOT EXISTS ("
+        "SELECT 1 FROM rewind_events v WHERE v.branch_id = c.branch_id "
+        "AND v.version = c.version) ORDER BY c.version",
+        params,
+    )
+    if not rows:
+        return {}
+    free = int(conn.fetchone("SELECT max(id) FROM rewind_branches")[0]) + 1
+    return {int(version): (free + n, int(ts)) for n, (version, ts) in enumerate(rows)}
+
+
+def _placeholder_record(
+    branch_id: int, parent: int | None, forked_at: int, created_at: int, deleted_at: int
+) -> dict[str, Any]:
+    """The branch record of a placeholder: a deleted branch with none of its history,
+    named by the rule of placeholders (``_left_out_name``)."""
+    return {
+        "type": "branch",
+        "id": branch_id,
+        "name": _left_out_name(branch_id),
+        "parent": parent,
+        "forked_at": forked_at,
+        "created_at": created_at,
+        "deleted_at": deleted_at,
+    }
 
 
 def _left_out_name(branch_id: int) -> str:

@@ -89,6 +89,40 @@ class DatabaseVerification:
         return "\n".join(lines)
 
 
+#: A commit that writes nothing and is not a merge, whose hash is as stored: no commit
+#: rewinddb makes is one (every commit writes an entry or an event of its branch, or is a
+#: merge, and the store finds a branch's newest commit through those rows:
+#: ``_clock.previous_hash``). An import of a partial export by a rewinddb before merge
+#: sources were kept left one for each merge whose source the export dropped.
+_WRITES_NOTHING = (
+    "the commit writes no entry and no event and is not a merge (every commit rewinddb "
+    "makes does one or is the other; an older rewinddb's import of a partial export left "
+    "each merge whose source that export dropped so): the branch's next commit chains on "
+    "the commit before it, and its hash does not verify. Reads are right; to repair, "
+    "export the database (rewinddb export) and import the file into a new one, where "
+    "this commit becomes a merge of a placeholder"
+)
+
+
+def _hash_on(conn: Any, version: int, previous: str | None) -> str:
+    """The hash commit ``version`` has when it chains on ``previous``."""
+    commit = conn.fetchone(
+        "SELECT version, branch_id, ts, trigger, message, merge_branch_id, merge_version "
+        "FROM rewind_commits WHERE version = ?",
+        (version,),
+    )
+    branch_id = commit[1]
+    entries = [
+        _commit_hash.stored_entry_digest(*row)
+        for row in conn.fetchall(_commit_hash._ENTRIES, (branch_id, version, version))
+    ]
+    events = [
+        _commit_hash.event_part(*row)
+        for row in conn.fetchall(_commit_hash._EVENTS, (branch_id, version))
+    ]
+    return _commit_hash.commit_hash(previous, tuple(commit), entries, events)
+
+
 def _as_bytes(value: Any) -> bytes | None:
     return bytes(value) if isinstance(value, (bytes, bytearray, memoryview)) else None
 
@@ -138,6 +172,11 @@ class _Check:
 
     def commits(self) -> None:
         count = 0
+        rowless = self.rowless()
+        # branch id -> (the version of a commit that wrote nothing, the hash the branch's
+        # next commit chains on instead: its newest commit before that one)
+        skipped: dict[Any, tuple[int, str | None]] = {}
+        chained = _commit_hash.chain_starts(self.conn)  # branch id -> its last stored hash
         for found in _commit_hash.recompute(self.conn, chain_on_stored=True):
             count += 1
             if found.branch_id not in self.names:
@@ -145,12 +184,31 @@ class _Check:
             elif found.stored is None:
                 self.add(found.branch_id, found.version, "the commit has no hash")
             elif found.stored != found.computed:
-                self.add(
-                    found.branch_id,
-                    found.version,
-                    "its hash does not match its rows: an entry or event of it was changed, "
-                    "added or removed, or an earlier commit was removed",
-                )
+                cause = skipped.get(found.branch_id)
+                if cause is not None and found.stored == _hash_on(
+                    self.conn, found.version, cause[1]
+                ):
+                    self.add(
+                        found.branch_id,
+                        found.version,
+                        f"its hash chains on the branch's commit before version {cause[0]}, "
+                        f"past commit {cause[0]}, which writes nothing and is not a merge "
+                        f"(see version {cause[0]}): export and import the database to repair it",
+                    )
+                else:
+                    self.add(
+                        found.branch_id,
+                        found.version,
+                        "its hash does not match its rows: an entry or event of it was "
+                        "changed, added or removed, or an earlier commit was removed",
+                    )
+            if found.version in rowless and found.stored == found.computed:
+                self.add(found.branch_id, found.version, _WRITES_NOTHING)
+                if found.branch_id not in skipped:
+                    skipped[found.branch_id] = (found.version, chained.get(found.branch_id))
+            else:
+                skipped.pop(found.branch_id, None)
+            chained[found.branch_id] = found.stored
         self.checked["commits"] = count
         for table in ("rewind_entries", "rewind_events"):
             orphans = self.conn.fetchall(
@@ -173,6 +231,20 @@ class _Check:
                     "the state kept where retention cut its history does not match its hash: "
                     "an entry below the cut was changed, added or removed",
                 )
+
+    def rowless(self) -> set[int]:
+        """The commits that write no entry and no event and are not merges (a range of
+        one version: SQLite seeks the (branch, version) indexes for it)."""
+        return {
+            int(row[0])
+            for row in self.conn.fetchall(
+                "SELECT c.version FROM rewind_commits c WHERE c.merge_branch_id IS NULL "
+                "AND NOT EXISTS (SELECT 1 FROM rewind_entries e WHERE e.branch_id = "
+                "c.branch_id AND e.version >= c.version AND e.version <= c.version) "
+                "AND NOT EXISTS (SELECT 1 FROM rewind_events v WHERE v.branch_id = "
+                "c.branch_id AND v.version = c.version)"
+            )
+        }
 
     def events(self) -> None:
         count = 0

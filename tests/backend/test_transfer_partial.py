@@ -17,6 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import rewinddb
+from rewinddb import _commit_hash
 from rewinddb.cli import main
 from rewinddb.web import create_app
 
@@ -86,6 +87,50 @@ def _as_an_older_export(data: bytes) -> bytes:
             record["counts"]["branch"] -= len(stand_ins)
         older.append(record)
     return _file(older)
+
+
+def _an_older_copy(target: Any) -> tuple[rewinddb.Database, int]:
+    """What an import by rewinddb before merge sources were kept left of a partial
+    export: the merge from the left-out branch a commit with no source and no rows (the
+    branch that would have made one), hashed as such; no placeholder. (Checked against
+    that importer's database, made with its code, when this was written.) The database,
+    open, and the version of that commit."""
+    with rewinddb.open(target()) as src:
+        merged = _skip_merge(src)
+        older = _as_an_older_export(_export(src, branches=["t"]))
+    db = rewinddb.open(target())
+    db.import_jsonl(io.BytesIO(older))
+    conn = db._engine.conn
+    with conn.write():
+        placeholders = [
+            row[0]
+            for row in conn.fetchall(
+                "SELECT merge_branch_id FROM rewind_commits WHERE merge_branch_id IN "
+                "(SELECT id FROM rewind_branches WHERE parent_id IS NULL AND deleted_at "
+                "IS NOT NULL)"
+            )
+        ]
+        conn.execute(
+            "UPDATE rewind_commits SET merge_branch_id = NULL, merge_version = NULL "
+            "WHERE version = ?",
+            (merged,),
+        )
+        for placeholder in placeholders:
+            conn.execute("DELETE FROM rewind_branches WHERE id = ?", (placeholder,))
+        _commit_hash.reseal(conn)
+    db._engine.forget_cached()
+    return db, merged
+
+
+def _rowless_commits(data: bytes) -> list[int]:
+    """The commits of an export that write no entry and no event and are not merges."""
+    records = _records(data)
+    written = {r["version"] for r in records if r["type"] in ("entry", "event")}
+    return [
+        r["version"]
+        for r in records
+        if r["type"] == "commit" and r["merge_branch"] is None and r["version"] not in written
+    ]
 
 
 def _answers(db: rewinddb.Database) -> dict[str, Any]:
@@ -311,3 +356,76 @@ def test_a_whole_export_round_trips_identically(targets: Callable[[], Any]) -> N
     for records in (first, second):
         del records[0]["exported_at"]
     assert first == second
+
+
+def _reads(db: rewinddb.Database) -> dict[tuple[str, int], Any]:
+    """Every live branch's state and events at every version (or the error's code)."""
+    found: dict[tuple[str, int], Any] = {}
+    for name in db.branches.names():
+        view = db.at(name)
+        for at in range(db.version + 1):
+            try:
+                found[(name, at)] = (view.snapshot(as_of=at), view.events.list(as_of=at))
+            except rewinddb.RewindError as error:
+                found[(name, at)] = error.code
+    return found
+
+
+def test_a_copy_an_older_import_made_exports_and_imports_again(
+    targets: Callable[[], Any],
+) -> None:
+    """Its commit that wrote nothing and is no merge goes out as the importer repairs an
+    older file: a merge of a placeholder of its own. So the header's "kept" is true, and
+    the file imports (it was refused as "edited or incomplete"); the copy verifies, reads
+    as the older copy does, and takes writes."""
+    old, merged = _an_older_copy(targets)
+    with old:
+        reads = _reads(old)
+        files = [_export(old), _export(old, branches=["t"])]
+        old.at("t").kv.put("a", 2)  # its chain breaks here (see the verify test)
+        files.append(_export(old))
+        after = _reads(old)
+    for data, expected in zip(files, (reads, reads, after), strict=True):
+        assert _records(data)[0]["merge_sources"] == "kept"
+        assert _rowless_commits(data) == []
+        record = next(r for r in _records(data) if r.get("version") == merged)
+        placeholder = next(r for r in _records(data) if r.get("id") == record["merge_branch"])
+        assert placeholder["type"] == "branch" and placeholder["deleted_at"] is not None
+        assert record["merge_version"] == merged - 1
+        with rewinddb.open(targets()) as copy:
+            copy.import_jsonl(io.BytesIO(data))
+            assert copy.verify().ok, copy.verify().problems
+            assert _reads(copy) == expected
+            assert copy.branches.names() == ["default", "t"]
+            copy.at("t").kv.put("a", 3)
+            copy.at("t").events.append("later", {})
+            assert copy.verify().ok, copy.verify().problems
+
+
+def test_verify_names_a_commit_that_writes_nothing_as_the_cause(
+    targets: Callable[[], Any],
+) -> None:
+    """In such a copy the next write on the branch chains past that commit (the store
+    finds a branch's newest commit through its rows): verify() names the commit as the
+    cause, before and after that write, and how to repair it."""
+    old, merged = _an_older_copy(targets)
+    with old:
+        found = old.verify()
+        assert not found.ok
+        assert [(p.branch, p.version) for p in found.problems] == [("t", merged)]
+        assert "writes no entry and no event and is not a merge" in found.problems[0].what
+        assert "export the database" in found.problems[0].what
+        written = old.at("t").kv.put("a", 2)
+        found = old.verify()
+        assert [(p.branch, p.version) for p in found.problems] == [
+            ("t", merged),
+            ("t", written),
+        ]
+        assert f"past commit {merged}, which writes nothing" in found.problems[1].what
+        assert next(c for c in found.branches if c.branch == "t").first_bad == found.problems[0]
+        data = _export(old)
+    with rewinddb.open(targets()) as copy:  # the repair the message names
+        copy.import_jsonl(io.BytesIO(data))
+        assert copy.verify().ok, copy.verify().problems
+        copy.at("t").kv.put("a", 3)
+        assert copy.verify().ok, copy.verify().problems
