@@ -76,6 +76,7 @@ from ._horizons import BASE_ROWS, rows_hash
 from ._schema import SCHEMA_VERSION
 from ._values import dumps, height, validate
 from .documents import Documents
+from .erasure import _purged_name
 from .errors import BranchExistsError, ImportFormatError, InvalidValueError, RewindError
 from .events import erased_at, erased_payload, event_hash
 from .kv import KV
@@ -104,6 +105,8 @@ _HORIZON_FIELDS = (
     "event_hash",
 )
 _HEX64 = re.compile("[0-9a-f]{64}")
+#: The names older rewinddbs gave placeholders (``_left_out_name``).
+_OLDER_PLACEHOLDER = re.compile(r"\(not exported: (branch|merged at version) [0-9]+\)")
 #: Each space and whether it stores raw bytes (as its API's writes allow).
 _SPACES = {space.space: space.allows_bytes for space in (KV, Documents, State)}
 
@@ -370,17 +373,7 @@ def _merge_stand_ins(
             if step in ids and (kept is None or kept.kept_from <= cap):
                 parent, forked_at = step, cap
                 break
-        records.append(
-            {
-                "type": "branch",
-                "id": branch_id,
-                "name": _left_out_name(branch_id),
-                "parent": parent,
-                "forked_at": forked_at,
-                "created_at": 0,
-                "deleted_at": 0,
-            }
-        )
+        records.append(_placeholder_record(branch_id, parent, forked_at, 0, 0))
     return records
 
 
@@ -425,12 +418,20 @@ def _placeholder_record(
         "forked_at": forked_at,
         "created_at": created_at,
         "deleted_at": deleted_at,
+        "left_out": True,
     }
 
 
 def _left_out_name(branch_id: int) -> str:
-    """What a branch a partial export left out is called where it imports."""
-    return f"(not exported: branch {branch_id})"
+    """What a placeholder is called: the name of a purged branch (``erasure.purged``),
+    since that is what it is, a branch whose history is not in this database. A merge
+    whose base is on it is then refused where its rows would be read there
+    (``merge._check_base``), as after a purge, instead of reading its parent's state
+    (its fork point's) as the left-out branch's. (Older rewinddbs named placeholders
+    ``(not exported: branch N)`` and ``(not exported: merged at version V)``: an import
+    renames those, ``_OLDER_PLACEHOLDER``.) The name holds the branch's id, so it changes
+    where an import gives the branch another id."""
+    return _purged_name(branch_id)
 
 
 def _exported_arrays(
@@ -612,6 +613,24 @@ class _Importer:
             raise self.fail(f"version {version} is not a commit of this record's branch")
         return int(version)
 
+    def insert_placeholder(
+        self, old_id: int, parent: int | None, forked_at: int, created_at: int, deleted_at: int
+    ) -> int:
+        """Insert a placeholder's branch row (a deleted branch with none of its history)
+        under the file's id where it is free (0: a new id), named by the rule of
+        placeholders for its id here (``_left_out_name``); returns its id."""
+        new_id = self.insert_keeping_id(
+            "rewind_branches",
+            old_id if 0 < old_id < 2**62 else 0,
+            "name, parent_id, forked_at, created_at, deleted_at",
+            (_left_out_name(old_id), parent, forked_at, created_at, deleted_at),
+        )
+        if new_id != old_id:
+            self.engine.conn.execute(
+                "UPDATE rewind_branches SET name = ? WHERE id = ?", (_left_out_name(new_id), new_id)
+            )
+        return new_id
+
     def insert_keeping_id(
         self, table: str, old_id: int, columns: str, params: tuple[Any, ...]
     ) -> int:
@@ -682,9 +701,28 @@ class _Importer:
             self.live_names.add(name)
         if name == DEFAULT_BRANCH and (parent is not None or deleted_at is not None):
             raise self.fail(f"{DEFAULT_BRANCH!r} is the root branch: no parent, never deleted")
+        left_out = r.get("left_out", False)
+        if not isinstance(left_out, bool):
+            raise self.fail(f"'left_out' must be true or false, not {left_out!r}")
+        if left_out and deleted_at is None:
+            raise self.fail(
+                f"branch {name!r} stands in for a branch the export left out ('left_out'), "
+                "so it is deleted, but it has no 'deleted_at'"
+            )
+        # A placeholder (as older rewinddbs named them, too) is named for its id here.
+        renamed = deleted_at is not None and (
+            left_out or _OLDER_PLACEHOLDER.fullmatch(name) is not None
+        )
         if parent is None and deleted_at is not None:
-            # A placeholder an earlier partial import made for an event's first branch:
-            # deleted, with no history; events name it as their origin.
+            # A placeholder an earlier partial import made for an event's first branch or
+            # a merge whose source an older export dropped, or one a partial export made
+            # for a left-out branch it cannot fork from an exported one: deleted, with no
+            # history; events and merges name it.
+            if renamed:
+                self.placeholders[old_id] = self.insert_placeholder(
+                    old_id, None, forked_at, created_at, deleted_at
+                )
+                return
             self.placeholders[old_id] = self.insert_keeping_id(
                 "rewind_branches",
                 old_id,
@@ -723,6 +761,9 @@ class _Importer:
             (name, self.branch_id(parent), forked_at, created_at, deleted_at),
         )
         new_id = self.branches[old_id]
+        if renamed and name != _left_out_name(new_id):
+            name = _left_out_name(new_id)
+            conn.execute("UPDATE rewind_branches SET name = ? WHERE id = ?", (name, new_id))
         self.fork_points[new_id] = forked_at
         if deleted_at is not None:
             self.deleted.add(new_id)
@@ -1100,12 +1141,7 @@ class _Importer:
             return self.branches[old], sequence
         placeholder = self.placeholders.get(old)
         if placeholder is None:
-            placeholder = self.placeholders[old] = self.insert_keeping_id(
-                "rewind_branches",
-                old if 0 < old < 2**62 else 0,
-                "name, parent_id, forked_at, created_at, deleted_at",
-                (_left_out_name(old), None, 0, 0, 0),
-            )
+            placeholder = self.placeholders[old] = self.insert_placeholder(old, None, 0, 0, 0)
         return placeholder, sequence
 
     def keep_merges(self) -> None:
@@ -1129,12 +1165,7 @@ class _Importer:
             )
         conn = self.engine.conn
         for version in sorted(self.rowless):
-            placeholder = self.insert_keeping_id(
-                "rewind_branches",
-                0,
-                "name, parent_id, forked_at, created_at, deleted_at",
-                (f"(not exported: merged at version {version})", None, 0, 0, 0),
-            )
+            placeholder = self.insert_placeholder(0, None, 0, 0, 0)
             conn.execute(
                 "UPDATE rewind_commits SET merge_branch_id = ?, merge_version = ? "
                 "WHERE version = ?",

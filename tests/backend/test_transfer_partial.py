@@ -19,11 +19,13 @@ from fastapi.testclient import TestClient
 import rewinddb
 from rewinddb import _commit_hash
 from rewinddb.cli import main
+from rewinddb.erasure import purged
 from rewinddb.web import create_app
 
 from .conftest import BACKENDS, Refused
 
-STAND_IN = "(not exported: branch "
+#: How the copy names a stand-in or placeholder: as a purged branch (``erasure.purged``).
+STAND_IN = "~purged/"
 
 
 @pytest.fixture(params=BACKENDS)
@@ -198,35 +200,48 @@ def test_the_stand_in_is_no_live_branch_anywhere(
         assert client.get(f"/branches/t/steps/{merged}").status_code == 200
 
 
-def test_branches_that_merged_one_left_out_branch_merge_on_what_they_share(
-    targets: Callable[[], Any],
+def _both_merged_side(db: rewinddb.Database) -> None:
+    """'t' and 'u' both merge 'side', which set k to 1; 't' then sets k back to 0, 'u'
+    writes z. Merging 'u' into 't' bases on 'side' as of those merges."""
+    db.kv.put("k", 0)
+    for name in ("t", "u", "side"):
+        db.branches.fork("default", name)
+    db.at("side").kv.put("k", 1)
+    db.at("side").events.append("note", {})
+    db.branches.merge("side", "t", events="skip")
+    db.branches.merge("side", "u", events="append")
+    db.at("t").kv.put("k", 0)
+    db.at("u").kv.put("z", 2)
+
+
+def test_a_merge_based_on_a_left_out_branch_is_refused_as_after_a_purge(
+    targets: Callable[[], Any], refused: Refused
 ) -> None:
-    """Both merges name one stand-in, forked where the left-out branch forked: a merge of
-    the two then reads it as a base both sides hold (here the key 'keep' that 't'
-    deleted stays deleted), as the original does."""
+    """The stand-in has none of the left-out branch's rows: a merge whose base is on it is
+    refused (history_unavailable), as in the original once that branch is purged. It
+    read the stand-in's fork point as the base (k 0, not 1) and put u's k=1 over t's 0
+    without a word."""
     with rewinddb.open(targets()) as src:
-        src.kv.put("keep", 1)
-        for name in ("t", "u", "side"):
-            src.branches.fork("default", name)
-        src.at("side").kv.put("k", 1)
-        src.at("side").events.append("note", {})
-        src.branches.merge("side", "t", events="skip")
-        src.branches.merge("side", "u", events="append")
-        src.at("t").kv.delete("keep")
-        src.at("u").kv.put("z", 2)
+        _both_merged_side(src)
         data = _export(src, branches=["t", "u"])
         hashes = _hashes(src)
-        src.branches.merge("u", "t")
-        expected = src.at("t").snapshot()
+        receipt = src.branches.merge("u", "t")
+        assert (receipt.base, src.at("t").kv.get("k")) == (("side", receipt.base[1]), 0)
+    with rewinddb.open(targets()) as purged:  # the original, once 'side' is purged
+        _both_merged_side(purged)
+        purged.branches.delete("side", purge=True)
+        with refused(purged, rewinddb.HistoryUnavailableError, "history_unavailable"):
+            purged.branches.merge("u", "t")
     with rewinddb.open(targets()) as copy:
         copy.import_jsonl(io.BytesIO(data))
         assert _hashes(copy) == {v: h for v, h in hashes.items() if v in _hashes(copy)}
         merges = {c.merged_from for c in copy.commits() if c.merged_from is not None}
         assert len(merges) == 1 and merges.pop().startswith(STAND_IN)
-        copy.branches.merge("u", "t")
-        assert copy.at("t").snapshot() == expected
-        assert "keep" not in expected["kv"]
+        for source, target in (("u", "t"), ("t", "u")):
+            with refused(copy, rewinddb.HistoryUnavailableError, "history_unavailable"):
+                copy.branches.merge(source, target)
         assert copy.verify().ok
+        assert copy.at("t").kv.get("k") == 0
 
 
 def test_after_gc_a_merge_based_on_the_stand_in_is_refused_as_in_the_original(
@@ -289,7 +304,7 @@ def test_an_older_partial_export_imports_its_merges_as_merges(targets: Callable[
     with rewinddb.open(targets()) as copy:
         copy.import_jsonl(io.BytesIO(older))
         merge = next(c for c in copy.commits() if c.version == merged)
-        assert merge.merged_from == f"(not exported: merged at version {merged})"
+        assert merge.merged_from is not None and merge.merged_from.startswith(STAND_IN)
         assert merge.merged_version == merged - 1
         assert copy.branches.names() == ["default", "t"]
         copy.at("t").kv.put("a", 2)
@@ -429,3 +444,63 @@ def test_verify_names_a_commit_that_writes_nothing_as_the_cause(
         assert copy.verify().ok, copy.verify().problems
         copy.at("t").kv.put("a", 3)
         assert copy.verify().ok, copy.verify().problems
+
+
+def _as_first_kept_export(data: bytes) -> bytes:
+    """The file the first exporter that kept merge sources wrote: its stand-ins named
+    ``(not exported: branch N)``, an older name for placeholders."""
+    records = _records(data)
+    for record in records:
+        if record["type"] == "branch" and record["name"].startswith(STAND_IN):
+            record["name"] = f"(not exported: branch {record['id']})"
+    return _file(records)
+
+
+@pytest.mark.parametrize("older", [False, True], ids=["now", "first-kept"])
+def test_a_stand_in_is_a_purged_branch_whatever_its_id_or_older_name(
+    targets: Callable[[], Any], refused: Refused, older: bool
+) -> None:
+    """Imported where its id is taken, or from a file that names it as the first
+    exporter that kept merge sources did, a stand-in is still a purged branch (named for
+    its id here), so the merge based on it is still refused."""
+    with rewinddb.open(targets()) as src:
+        _both_merged_side(src)
+        data = _export(src, branches=["t", "u"])
+    if older:
+        data = _as_first_kept_export(data)
+    with rewinddb.open(targets()) as copy:
+        copy.branches.fork("default", "taken")  # ids 2 on are taken: the file's move
+        copy.import_jsonl(io.BytesIO(data))
+        stand_in = copy._engine.branch_by_id(
+            copy._engine.conn.fetchone(
+                "SELECT merge_branch_id FROM rewind_commits WHERE merge_branch_id IS NOT NULL"
+            )[0]
+        )
+        assert stand_in.name == f"{STAND_IN}{stand_in.id}" and purged(stand_in)
+        assert stand_in.id not in {r.get("id") for r in _records(data)}  # it moved
+        with refused(copy, rewinddb.HistoryUnavailableError, "history_unavailable"):
+            copy.branches.merge("u", "t")
+        assert copy.verify().ok
+
+
+def test_an_event_carried_through_copies_stays_one_event(targets: Callable[[], Any]) -> None:
+    """Copies of an event from a left-out branch keep it as their first home: merging one
+    exported branch that holds a copy into another that holds one carries nothing (the
+    merge's base is on an exported branch here: one on the stand-in is refused)."""
+    with rewinddb.open(targets()) as src:
+        src.branches.fork("default", "x")
+        src.branches.fork("default", "t")
+        src.at("x").events.append("e", {})
+        src.branches.merge("x", "t", events="append")
+        src.branches.fork("default", "y")
+        src.branches.merge("t", "y", events="append")
+        src.at("y").kv.put("k", 1)
+        data = _export(src, branches=["t", "y"])
+    with rewinddb.open(targets()) as copy:
+        copy.import_jsonl(io.BytesIO(data))
+        receipt = copy.branches.merge("y", "t", events="append")
+        assert receipt.events_carried == 0 and receipt.base[0] == "t"
+        assert [i.event.event_type for i in copy.at("t").events.list()] == ["e"]
+        assert copy.at("t").kv.get("k") == 1
+        assert "x" not in copy.branches
+        assert copy.verify().ok
