@@ -157,6 +157,10 @@ class Summary:
     internal: bool = False
     """Bookkeeping of an integration, or an empty ``default``: hidden unless asked for."""
     fork: Fork | None = None
+    current: str | None = None
+    """Of a thread told in several attempts (forks, time travel), the branch the
+    framework continues it on now (LangGraph's ``get_state``): this one or another; None
+    when the thread has one attempt or the presenter cannot say."""
 
 
 @dataclass(frozen=True)

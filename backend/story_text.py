@@ -41,13 +41,17 @@ def attempt_branch(db: Database, name: str) -> str:
 
 def attempts_lines(attempts: list[story.Attempt]) -> Iterator[str]:
     """Each attempt: its title, kind and status, where it came from, how it ended."""
+    titles = {attempt.branch.name: attempt.summary.title for attempt in attempts}
     for attempt in attempts:
         summary = attempt.summary
-        yield f"{summary.title}  ({summary.kind}, {story.status_text(summary)})"
+        current = ", current" if summary.current == attempt.branch.name else ""
+        yield f"{summary.title}  ({summary.kind}, {story.status_text(summary)}{current})"
         if summary.title != attempt.branch.name:
             yield f"  branch   {attempt.branch.name}"
         if summary.fork is not None:
             yield f"  from     {summary.fork.label}"
+        if summary.current is not None and summary.current != attempt.branch.name:
+            yield f"  now on   {titles.get(summary.current, summary.current)}"
         if summary.outcome:
             yield f"  outcome  {_short(summary.outcome)}"
 
@@ -56,8 +60,11 @@ def story_lines(told: story.BranchStory) -> Iterator[str]:
     """One attempt: its summary, then its conversation (if it has one) and its steps,
     the newest page of each, oldest first."""
     summary, fork = told.summary, told.summary.fork
-    yield f"{summary.kind} {summary.title} - {story.status_text(summary)}"
+    current = ", current" if summary.current == told.branch.name else ""
+    yield f"{summary.kind} {summary.title} - {story.status_text(summary)}{current}"
     yield f"  branch   {told.branch.name}"
+    if summary.current is not None and summary.current != told.branch.name:
+        yield f"  now on   {summary.current} (its thread continues there)"
     if fork is not None:
         yield f"  from     {fork.label}"
     if summary.outcome:

@@ -78,11 +78,18 @@ def summary_html(summary: Summary) -> str:
     ]
     if summary.internal:
         parts.append(_badge("internal", "#999"))
+    if summary.current == summary.branch:
+        parts.append(_badge("current", "#1e40af"))
     if summary.title != summary.branch:
         parts.append(f'<code style="{_MUTED}">{escape(summary.branch)}</code>')
     lines = [" ".join(parts)]
     if summary.fork is not None:
         lines.append(f'<div style="{_MUTED}">&#8627; {escape(summary.fork.label)}</div>')
+    if summary.current is not None and summary.current != summary.branch:
+        lines.append(
+            f'<div style="{_MUTED}">its thread continues on '
+            f"<code>{escape(summary.current)}</code> now</div>"
+        )
     if summary.outcome is not None:
         lines.append(f"<div><b>outcome</b>: {escape(summary.outcome)}</div>")
     return f'<div style="{WRAP}">{"".join(f"<div>{line}</div>" for line in lines)}</div>'

@@ -43,7 +43,8 @@ def overview(db: rewinddb.Database, *, include_internal: bool = False) -> dict[s
         shown = [a for a in attempts if include_internal or not a.summary.internal]
         live = {attempt.branch.name for attempt in attempts}
         per_branch = max(2, GRAPH_POINTS // max(len(shown), 1))
-        rows = [_attempt_row(db, attempt, live) for attempt in shown]
+        titles = {attempt.branch.name: attempt.summary.title for attempt in attempts}
+        rows = [_attempt_row(db, attempt, live, titles) for attempt in shown]
         names = {attempt.branch.name for attempt in shown}
         return {
             "version": db.version,
@@ -55,9 +56,12 @@ def overview(db: rewinddb.Database, *, include_internal: bool = False) -> dict[s
         }
 
 
-def _attempt_row(db: rewinddb.Database, attempt: story.Attempt, live: set[str]) -> dict[str, Any]:
-    """An overview row: the branch record, how it ended, and how much of it is its own
-    (its own commits, and the events it appended after its fork point)."""
+def _attempt_row(
+    db: rewinddb.Database, attempt: story.Attempt, live: set[str], titles: dict[str, str]
+) -> dict[str, Any]:
+    """An overview row: the branch record, how it ended, how much of it is its own (its
+    own commits, and the events it appended after its fork point), and of a thread told
+    in several attempts, the one it continues on (``titles``: each branch's title)."""
     branch, summary = attempt.branch, attempt.summary
     row = branch.to_dict()
     row["url"] = branch_url(branch.name)
@@ -77,6 +81,8 @@ def _attempt_row(db: rewinddb.Database, attempt: story.Attempt, live: set[str]) 
         fork=None if fork is None else {"label": fork.label, "kind": fork.kind},
         fork_url=fork_url(fork, live),
         own_events=own_events,
+        current=summary.current,
+        current_title=titles.get(summary.current or "", summary.current),
     )
     return row
 

@@ -61,7 +61,9 @@ def branch_story(
             unavailable = f"its steps cannot be read: {error.message}"
         fork = told.summary.fork
         parent_live = told.branch.parent is not None and db.branches.exists(told.branch.parent)
+        current = told.summary.current
         return {
+            "current_title": _title_of(db, current) if current and current != branch else None,
             "story": told,
             "summary": told.summary,
             "status": status_text(told.summary),
@@ -81,6 +83,12 @@ def _without_steps(db: rewinddb.Database, branch: str) -> story.BranchStory:
     record = db.branches.get(branch)
     summary = rewinddb.presenters.presenter_for(record).summary(db, record)
     return story.BranchStory(record, summary, StepPage((), None, 0), None)
+
+
+def _title_of(db: rewinddb.Database, branch: str) -> str:
+    """What a person calls ``branch`` (its presenter's title)."""
+    record = db.branches.get(branch)
+    return rewinddb.presenters.presenter_for(record).summary(db, record).title
 
 
 def branch_story_json(data: dict[str, Any]) -> dict[str, Any]:

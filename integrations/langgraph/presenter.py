@@ -353,9 +353,9 @@ class LangGraphPresenter(Presenter):
     ) -> Summary:
         """A thread's status (finished, interrupted and on which node, open, failed,
         empty) and its last answer as of ``as_of`` (None: now), from its newest
-        checkpoint and newest events then. Of a thread (or subgraph) that has forks, the
-        branch LangGraph's ``get_state`` continues on now (the one that holds the newest
-        checkpoint) is of kind ``thread, current`` (``subgraph, current``)."""
+        checkpoint and newest events then. Of a thread (or subgraph) that has forks,
+        ``current`` names the branch LangGraph's ``get_state`` continues on now (the one
+        that holds the newest checkpoint)."""
         if branch.name == _names.INDEX_BRANCH:
             return Summary(
                 branch.name, self.name, "internal", "LangGraph saver index", "open", internal=True
@@ -369,14 +369,13 @@ class LangGraphPresenter(Presenter):
         with db.read():
             fork = self.fork(db, branch)
             told = self._told(db, branch.name, branch.events, as_of)
+            current = None
+            if as_of is None and self._forked(db, thread_id, namespace, branch.name):
+                current = self._current(db, thread_id, namespace)
             if told is None:
-                return Summary(branch.name, self.name, kind, title, "empty", fork=fork)
-            if (
-                as_of is None
-                and self._current(db, thread_id, namespace) == branch.name
-                and self._forked(db, thread_id, namespace, branch.name)
-            ):
-                kind = f"{kind}, current"
+                return Summary(
+                    branch.name, self.name, kind, title, "empty", fork=fork, current=current
+                )
         status, waiting, outcome = told
         return Summary(
             branch.name,
@@ -387,6 +386,7 @@ class LangGraphPresenter(Presenter):
             None if outcome is None else short(outcome),
             waiting,
             fork=fork,
+            current=current,
         )
 
     def _told(

@@ -289,8 +289,10 @@ def test_the_line_langgraph_continues_on_is_the_current_thread(db: rewinddb.Data
     graph.invoke({"messages": [("user", "Madrid instead")]}, first.config)
 
     def current() -> list[story.Attempt]:
-        found = [a for a in story.attempts(db) if a.summary.kind.endswith("current")]
-        assert all(a.summary.kind == "thread, current" for a in found)
+        attempts = story.attempts(db)
+        found = [a for a in attempts if a.summary.current == a.branch.name]
+        assert all(a.summary.current == found[0].branch.name for a in attempts)
+        assert all(a.summary.kind == "thread" for a in attempts)
         return found
 
     state = graph.get_state(thread("trip"))
@@ -302,9 +304,16 @@ def test_the_line_langgraph_continues_on_is_the_current_thread(db: rewinddb.Data
     assert newest.id == state.config["configurable"]["checkpoint_id"]
     main = story.branch_story(db, "lg/trip").summary
     assert (main.kind, main.outcome) == ("thread", "echo Porto")  # the old line, as it ended
+    assert main.current == fork
     with TestClient(create_app(db.path), base_url="http://localhost") as client:
-        assert f"Thread, current {fork[3:]}" in _page_text(client, branch_url(fork))
-        assert f"{fork[3:]} thread, current" in _page_text(client, "/")
+        assert "current the attempt this thread continues on now" in _page_text(
+            client, branch_url(fork)
+        )
+        old_page = _page_text(client, branch_url("lg/trip"))
+        assert f"This thread continues on {fork[3:]} now" in old_page
+        overview = _page_text(client, "/")
+        assert f"{fork[3:]} thread current" in overview
+        assert f"trip thread continues on {fork[3:]}" in overview
     # The old line goes on (from its own head): LangGraph continues there now.
     old = next(
         s
