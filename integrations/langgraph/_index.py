@@ -11,12 +11,16 @@ LangGraph state. Keys (see ``_names``):
   namespace's first branch, and its newest checkpoint: the newer of ``head`` and the
   newest checkpoint of branch ``newest``, where its checkpoints go (so the record is
   written again only when they go to another branch; ``head`` alone in older records).
-  ``"thread": id`` when the names hold the thread id's digest (``_names.Digest``: the
-  empty id), which is how a key read back names the thread.
+  ``"thread": id`` and ``"ns": namespace`` when the names hold their digest
+  (``_names.Digest``: the empty thread id, long ones), which is how a key read back
+  names them.
+- Thread ids and namespaces in keys are escaped, or digests (see ``_names``).
 - ``run/<run_id>/<thread>/<ns>/<id>``: the checkpoints of a run.
 - ``own/<thread>/<branch>``: branches a thread created; ``ref/<branch>/<thread>``:
   branches a copied thread reads from, kept while referenced; ``held/<branch>``: a
   branch its thread let go while a copy still read it (purged with the last ``ref``).
+  An ``own`` or ``ref`` key that holds the digest of its branch's name (one too long to
+  fit beside the thread's part) has the name as its value (else ``True``).
 - ``gone/<digest of thread>`` -> ``{"through": id, "deleted": id}``: a thread's
   tombstone. ``through``: the newest checkpoint ``delete_thread``, ``prune`` or
   ``delete_for_runs`` removed (a late pending write of one is dropped); ``deleted``: the
@@ -58,6 +62,21 @@ class Index:
 
     def keys(self, prefix: str) -> list[str]:
         return list(self.view.kv.keys(prefix))
+
+    def readers(self, branch: str) -> list[str]:
+        """The ``ref`` keys of the copied threads that read ``branch``."""
+        return [key for prefix in _names.ref_prefixes(branch) for key in self.keys(prefix)]
+
+    def branches_of(self, keys: Iterable[str]) -> dict[str, str]:
+        """The branch each ``own`` or ``ref`` key names, by key: in the key, or its
+        value when the key holds the digest of the name (``_names.names_branch``)."""
+        keys = list(keys)
+        named = self.get_many([key for key in keys if _names.names_branch(key)])
+        found = {}
+        for key in keys:
+            branch = named.get(key, _names.branch_of_key(key))
+            found[key] = branch if isinstance(branch, str) else _names.branch_of_key(key)
+        return found
 
     def records(self, thread_id: str, checkpoint_ns: str | None = None) -> list[str]:
         """Checkpoint keys of a thread (of one namespace when given)."""

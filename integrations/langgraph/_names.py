@@ -5,15 +5,27 @@ A thread's root namespace lives on branch ``lg/<thread_id>``, a subgraph namespa
 ``<that name>~<short checkpoint id>``. Thread ids and namespaces are escaped so that
 ``/``, ``~`` and ``%`` in them cannot be confused with the separators.
 
-A thread id that cannot stand as itself (the empty one) stands as a *digest*: ``#`` and
-the first 40 hex digits of its sha256 (``#`` is escaped everywhere else, so the two never
-meet). Parsing gives the digest back (a :class:`Digest`, which escapes as itself), so
-keys built from a parsed name are the keys the saver wrote; the thread id itself is kept
-in its namespaces' records (``thread``, see ``_index``).
+The store takes names and keys of at most 1,024 characters, and a key holds a thread id
+with its namespace, or a branch name that holds them: a part that cannot stand as itself
+there stands as its *digest*, ``#`` and the first 40 hex digits of its sha256 (``#`` is
+escaped everywhere else, so the two never meet):
+
+- a thread id whose escaped form is empty or longer than ``THREAD_PART`` characters (the
+  longest the earlier layout took, which names as before);
+- a namespace whose escaped form, with the thread's part, is longer than ``NS_ROOM``;
+- in one key, a run id or a branch name that would make it longer than the store takes
+  (found under both forms: see ``run_prefixes`` and ``ref_prefixes``).
+
+Parsing gives a digest back (a :class:`Digest`, which escapes as itself), so keys built
+from a parsed name are the keys the saver wrote; the thread id and namespace themselves
+are kept in the namespace's record (``thread``, ``ns``), and a branch name in the value of
+the key that holds its digest (see ``_index``). Names that fit stand as themselves, as in
+the earlier layout, so its databases read as they did.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from urllib.parse import quote, unquote
 
@@ -36,11 +48,16 @@ class Digest(str):
     __slots__ = ()
 
 
+#: The length of a digest: ``#`` and 40 hex digits.
+DIGEST_LENGTH = 41
+
+
 def digest(text: str) -> Digest:
     """The part that stands for ``text``: ``#`` and 40 hex digits of its sha256."""
-    return Digest(DIGEST + hashlib.sha256(text.encode()).hexdigest()[:40])
+    return Digest(DIGEST + hashlib.sha256(text.encode()).hexdigest()[: DIGEST_LENGTH - 1])
 
 
+@functools.lru_cache(maxsize=4096, typed=True)
 def _quoted(text: str) -> str:
     return quote(text, safe=":|-_.@ ").replace("~", "%7E")
 
@@ -56,23 +73,51 @@ def unescape(text: str) -> str:
     return Digest(text) if text.startswith(DIGEST) else unquote(text)
 
 
+#: The store's longest key and branch name.
+KEY_LIMIT = 1024
+#: The longest escaped thread id that stands as itself: the earlier layout's longest (it
+#: held a thread id twice in one key, ``own/<thread>/<lg%2F<thread>>``).
+THREAD_PART = 507
+#: The most characters a thread's part and a namespace's (escaped) stand as themselves
+#: in: so that its longest key, a run's (``run/<digest of the run id>/<thread>/<ns>/<id>``),
+#: fits with a checkpoint id of ``CHECKPOINT_ID`` characters.
+CHECKPOINT_ID = 64
+NS_ROOM = KEY_LIMIT - len("run/") - DIGEST_LENGTH - len("///") - CHECKPOINT_ID
+
+
 def thread_part(thread_id: str) -> str:
-    """How a thread id stands in branch names and index keys: escaped, or (the empty
-    id) as its digest."""
+    """How a thread id stands in branch names and index keys: escaped, or as its digest
+    (the empty id, and one escaped to more than ``THREAD_PART`` characters)."""
     if isinstance(thread_id, Digest):
         return thread_id
-    return _quoted(thread_id) if thread_id else digest(thread_id)
+    quoted = _quoted(thread_id)
+    return quoted if 0 < len(quoted) <= THREAD_PART else digest(thread_id)
 
 
-def as_itself(thread_id: str) -> bool:
-    """Whether the thread id stands as itself in names (else as its digest)."""
-    return not isinstance(thread_part(thread_id), Digest)
+def ns_part(thread: str, checkpoint_ns: str) -> str:
+    """How a namespace stands beside ``thread`` (a :func:`thread_part`): escaped, or as
+    its digest when the two would be longer than ``NS_ROOM``."""
+    if isinstance(checkpoint_ns, Digest):
+        return checkpoint_ns
+    quoted = _quoted(checkpoint_ns)
+    return quoted if len(thread) + len(quoted) <= NS_ROOM else digest(checkpoint_ns)
+
+
+def kept_names(thread_id: str, checkpoint_ns: str) -> dict[str, str]:
+    """What a namespace's record keeps of the names it holds digests of: ``thread`` and
+    ``ns``, each when it stands as its digest ({} for most)."""
+    thread = thread_part(thread_id)
+    kept = {} if not isinstance(thread, Digest) else {"thread": thread_id}
+    if isinstance(ns_part(thread, checkpoint_ns), Digest):
+        kept["ns"] = checkpoint_ns
+    return kept
 
 
 def main_branch(thread_id: str, checkpoint_ns: str) -> str:
     """The branch a (thread, namespace) starts on."""
-    name = PREFIX + thread_part(thread_id)
-    return f"{name}/{escape(checkpoint_ns)}" if checkpoint_ns else name
+    thread = thread_part(thread_id)
+    name = PREFIX + thread
+    return f"{name}/{ns_part(thread, checkpoint_ns)}" if checkpoint_ns else name
 
 
 def fork_branch(main: str, checkpoint_id: str) -> str:
@@ -112,8 +157,14 @@ def thread_prefix(thread_id: str) -> str:
     return f"{thread_part(thread_id)}/"
 
 
+def _parts(thread_id: str, checkpoint_ns: str) -> str:
+    """``<thread>/<ns>`` as keys hold them."""
+    thread = thread_part(thread_id)
+    return f"{thread}/{ns_part(thread, checkpoint_ns)}"
+
+
 def checkpoint_key(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> str:
-    return f"cp/{thread_part(thread_id)}/{escape(checkpoint_ns)}/{checkpoint_id}"
+    return f"cp/{_parts(thread_id, checkpoint_ns)}/{checkpoint_id}"
 
 
 def parse_checkpoint_key(key: str) -> tuple[str, str, str]:
@@ -124,12 +175,29 @@ def parse_checkpoint_key(key: str) -> tuple[str, str, str]:
 
 
 def namespace_key(thread_id: str, checkpoint_ns: str) -> str:
-    return f"ns/{thread_part(thread_id)}/{escape(checkpoint_ns)}"
+    return f"ns/{_parts(thread_id, checkpoint_ns)}"
+
+
+def _fitting(text: str, around: int) -> str:
+    """``text`` escaped when a key with ``around`` other characters holds it, else its
+    digest."""
+    quoted = _quoted(text)
+    return quoted if around + len(quoted) <= KEY_LIMIT else digest(text)
 
 
 def run_key(run_id: str, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> str:
-    thread, ns = thread_part(thread_id), escape(checkpoint_ns)
-    return f"run/{escape(run_id)}/{thread}/{ns}/{checkpoint_id}"
+    rest = f"/{_parts(thread_id, checkpoint_ns)}/{checkpoint_id}"
+    return f"run/{_fitting(run_id, len('run/') + len(rest))}{rest}"
+
+
+def run_prefixes(run_id: str) -> list[str]:
+    """The prefixes of a run's keys (:func:`run_key`): its run id escaped or digested."""
+    return _prefixes("run/", run_id)
+
+
+def _prefixes(kind: str, text: str) -> list[str]:
+    prefixes = [f"{kind}{_quoted(text)}/", f"{kind}{digest(text)}/"]
+    return [prefix for prefix in prefixes if len(prefix) <= KEY_LIMIT]
 
 
 def parse_run_key(key: str) -> tuple[str, str]:
@@ -140,17 +208,48 @@ def parse_run_key(key: str) -> tuple[str, str]:
 
 
 def owned_key(thread_id: str, branch: str) -> str:
-    return f"own/{thread_part(thread_id)}/{escape(branch)}"
+    """A branch the thread created; a branch name its digest stands for is the key's
+    value (:func:`names_branch`)."""
+    prefix = f"own/{thread_part(thread_id)}/"
+    return prefix + _fitting(branch, len(prefix))
 
 
 def ref_key(branch: str, thread_id: str) -> str:
-    return f"ref/{escape(branch)}/{thread_part(thread_id)}"
+    """A branch a copied thread reads (its value as :func:`owned_key`'s)."""
+    suffix = f"/{thread_part(thread_id)}"
+    return f"ref/{_fitting(branch, len('ref/') + len(suffix))}{suffix}"
+
+
+def ref_prefixes(branch: str) -> list[str]:
+    """The prefixes of the ``ref`` keys of the threads that read ``branch``."""
+    return _prefixes("ref/", branch)
+
+
+def names_branch(key: str) -> bool:
+    """Whether an ``own`` or ``ref`` key holds the digest of its branch's name (which is
+    then the key's value)."""
+    return isinstance(branch_of_key(key), Digest)
+
+
+def branch_value(key: str, branch: str) -> object:
+    """The value of an ``own`` or ``ref`` key of ``branch``: True, or the branch's name
+    when the key holds its digest."""
+    return branch if names_branch(key) else True
+
+
+def copy_branch(branch: str, thread_id: str, checkpoint_ns: str) -> str:
+    """The name of the fork of ``branch`` (a branch of a thread's namespace) that a copy
+    of the thread, ``thread_id``, gets (before a free one is found)."""
+    parsed = parse_branch(branch)
+    fork = parsed[2] if parsed is not None else None
+    name = main_branch(thread_id, checkpoint_ns)
+    return name if fork is None else f"{name}~{fork}"
 
 
 def held_key(branch: str) -> str:
     """Marks a branch kept after the thread that made it let it go, because a copied
     thread still reads it (see ``ref_key``); it is purged when the last reader goes."""
-    return f"held/{escape(branch)}"
+    return "held/" + _fitting(branch, len("held/"))
 
 
 def gone_key(thread_id: str) -> str:
@@ -186,6 +285,6 @@ def parse_branch(name: str) -> tuple[str, str, str | None] | None:
     return unescape(thread), unescape(namespace), fork if tilde else None
 
 
-def same_thread(part: str, thread_id: str) -> bool:
-    """Whether a parsed thread id (of a key or branch name) is the one of ``thread_id``."""
-    return thread_part(part) == thread_part(thread_id)
+def same_namespace(parsed: tuple[str, str], thread_id: str, checkpoint_ns: str) -> bool:
+    """Whether a parsed (thread id, namespace) of a key or branch name names this one."""
+    return _parts(*parsed) == _parts(thread_id, checkpoint_ns)

@@ -43,9 +43,49 @@ from ._codec import (
 )
 from ._index import Index
 
+#: The longest thread id the saver takes (one too long to stand as itself in names stands
+#: as its digest there, see ``_names``; the id itself is kept once per namespace).
+THREAD_ID_LIMIT = 65_536
+
+#: The code of a config or thread id the saver refuses. TODO: ``invalid.config`` once
+#: the registry (``rewinddb.errors.CODES``) has it.
+_CONFIG_CODE = "invalid.key"
+
+
+def _bad_config(message: str) -> rewinddb.InvalidInputError:
+    return rewinddb.InvalidInputError(message, code=_CONFIG_CODE)
+
+
+def _text(value: str) -> bool:
+    """Whether ``value`` is text the store can hold (no lone surrogate)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _thread_id(value: Any, what: str) -> str:
+    """A thread id as the saver names it (``str`` of it, as LangGraph's savers do), or a
+    ``RewindError`` that says why it cannot be one."""
+    thread_id = str(value)
+    if len(thread_id) > THREAD_ID_LIMIT:
+        raise _bad_config(
+            f"{what}: RewindSaver takes thread ids of up to {THREAD_ID_LIMIT:,} characters; "
+            f"this one has {len(thread_id):,} (use a shorter id, such as a digest of it)"
+        )
+    if not _text(thread_id):
+        raise _bad_config(
+            f"{what}: the thread id {thread_id[:40]!r}... is not valid Unicode text (it "
+            "holds a lone surrogate), so RewindSaver cannot name its branch"
+        )
+    return thread_id
+
 
 def _target(config: RunnableConfig | None, what: str) -> tuple[str, str, str | None]:
-    """``(thread_id, checkpoint_ns, checkpoint_id)`` of a config, or a clear error."""
+    """``(thread_id, checkpoint_ns, checkpoint_id)`` of a config, or a clear error (a
+    thread id, namespace or checkpoint id the saver cannot take: ``RewindError``, before
+    anything is read or written)."""
     if not isinstance(config, dict) or not isinstance(config.get("configurable"), dict):
         raise ValueError(
             f"{what} needs a config like {{'configurable': {{'thread_id': ...}}}}, got {config!r}"
@@ -57,9 +97,25 @@ def _target(config: RunnableConfig | None, what: str) -> tuple[str, str, str | N
             f"{what}: the config has no 'thread_id' in 'configurable'; pass "
             "{'configurable': {'thread_id': '<your thread id>'}}"
         )
-    checkpoint_ns = configurable.get("checkpoint_ns") or ""
+    checkpoint_ns = str(configurable.get("checkpoint_ns") or "")
+    if not _text(checkpoint_ns):
+        raise _bad_config(
+            f"{what}: the checkpoint_ns {checkpoint_ns[:40]!r}... is not valid Unicode text"
+        )
     checkpoint_id = configurable.get("checkpoint_id") or None
-    return str(thread_id), str(checkpoint_ns), checkpoint_id
+    if checkpoint_id is not None:
+        checkpoint_id = _checkpoint_id(checkpoint_id, what)
+    return _thread_id(thread_id, what), checkpoint_ns, checkpoint_id
+
+
+def _checkpoint_id(value: Any, what: str) -> str:
+    """A checkpoint id the saver can name (LangGraph's are 36 characters)."""
+    if not isinstance(value, str) or len(value) > _names.CHECKPOINT_ID or not _text(value):
+        raise _bad_config(
+            f"{what}: RewindSaver takes checkpoint ids of up to {_names.CHECKPOINT_ID} "
+            f"characters of text (LangGraph's are 36), not {str(value)[:80]!r}"
+        )
+    return value
 
 
 def _own(stored: Any, given: Any) -> Any:
@@ -68,10 +124,10 @@ def _own(stored: Any, given: Any) -> Any:
     return _json_copy(stored) if stored is given else stored
 
 
-def _names_of(thread_id: str) -> dict[str, str]:
-    """What a namespace's record keeps of its thread: the thread id, when the saver's
-    names hold its digest instead (see ``_names``)."""
-    return {} if _names.as_itself(thread_id) else {"thread": thread_id}
+def _names_of(thread_id: str, checkpoint_ns: str) -> dict[str, str]:
+    """What a namespace's record keeps of its thread id and namespace: each that the
+    saver's names hold the digest of (``_names.kept_names``)."""
+    return _names.kept_names(thread_id, checkpoint_ns)
 
 
 def _before_id(before: RunnableConfig | None) -> str | None:
@@ -477,11 +533,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         if not isinstance(newest, str):
             return head
         parsed = _names.parse_branch(newest)
-        if (
-            parsed is not None
-            and _names.same_thread(parsed[0], thread_id)
-            and parsed[1] == checkpoint_ns
-        ):
+        if parsed is not None and _names.same_namespace(parsed[:2], thread_id, checkpoint_ns):
             try:
                 on = self._head_id(newest)
             except rewinddb.NotFoundError:  # deleted by hand: the record's head stands
@@ -490,14 +542,19 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 head = on
         return head
 
-    def _thread_of(self, part: str, checkpoint_ns: str) -> str:
-        """The thread id a key or branch name names (as parsed): itself, or for a
-        :class:`_names.Digest` the id its namespace's record keeps (``thread``)."""
-        if not isinstance(part, _names.Digest):
-            return part
-        record = self.index.get(_names.namespace_key(part, checkpoint_ns))
-        thread = record.get("thread") if isinstance(record, dict) else None
-        return thread if isinstance(thread, str) else part
+    def _named(self, thread: str, checkpoint_ns: str) -> tuple[str, str]:
+        """The thread id and namespace a key or branch name names (as parsed): each
+        itself, or for a :class:`_names.Digest` what the namespace's record keeps
+        (``thread``, ``ns``)."""
+        if not isinstance(thread, _names.Digest) and not isinstance(checkpoint_ns, _names.Digest):
+            return thread, checkpoint_ns
+        record = self.index.get(_names.namespace_key(thread, checkpoint_ns))
+        record = record if isinstance(record, dict) else {}
+        kept_thread, kept_ns = record.get("thread", thread), record.get("ns", checkpoint_ns)
+        return (
+            kept_thread if isinstance(kept_thread, str) else thread,
+            kept_ns if isinstance(kept_ns, str) else checkpoint_ns,
+        )
 
     def _write_payloads(
         self, entry: dict, checkpoint_id: str, listing: _Listing | None = None
@@ -658,7 +715,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         ]
         count = 0
         listing = _Listing(self)
-        names: dict[tuple[str, str], str] = {}  # digests -> the thread ids they stand for
+        names: dict[tuple[str, str], tuple[str, str]] = {}  # as parsed -> as named
         for start in range(0, len(wanted), _LISTED_TOGETHER):
             batch = wanted[start : start + _LISTED_TOGETHER]
             with self.db.read():
@@ -674,12 +731,9 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 entry = entries.get(key)
                 if entry is None:
                     continue
-                if isinstance(thread_id, _names.Digest):
-                    if (thread_id, checkpoint_ns) not in names:
-                        names[(thread_id, checkpoint_ns)] = self._thread_of(
-                            thread_id, checkpoint_ns
-                        )
-                    thread_id = names[(thread_id, checkpoint_ns)]
+                if (thread_id, checkpoint_ns) not in names:
+                    names[(thread_id, checkpoint_ns)] = self._named(thread_id, checkpoint_ns)
+                thread_id, checkpoint_ns = names[(thread_id, checkpoint_ns)]
                 loaded = self._load(thread_id, checkpoint_ns, checkpoint_id, listing, entry)
                 if loaded is None:
                     continue
@@ -730,13 +784,16 @@ class RewindSaver(BaseCheckpointSaver[str]):
         else:
             source, at = "default", 0
         if main is None:
-            name = self._free_name(_names.main_branch(thread_id, checkpoint_ns))
+            name = _names.main_branch(thread_id, checkpoint_ns)
+            if self.db.branches.exists(name):  # (held for a copy): a name of the thread
+                name = self._free_name(_names.fork_branch(name, checkpoint_id))
         else:
             name = self._free_name(_names.fork_branch(main, checkpoint_id))
         self.db.branches.fork(source, name, at=at)
-        created: dict[str, Any] = {_names.owned_key(thread_id, name): True}
+        own = _names.owned_key(thread_id, name)
+        created: dict[str, Any] = {own: _names.branch_value(own, name)}
         if main is None:
-            created[ns_key] = {"main": name, "head": None, **_names_of(thread_id)}
+            created[ns_key] = {"main": name, "head": None, **_names_of(thread_id, checkpoint_ns)}
         return _Placement(name, created, namespace, self._channel_versions(parent))
 
     def _channel_versions(self, entry: dict | None) -> ChannelVersions:
@@ -762,7 +819,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         messages ids), so the checkpoint is stored as it was when ``put`` was called,
         as LangGraph's own savers store it."""
         thread_id, checkpoint_ns, parent_id = _target(config, "put")
-        checkpoint_id = checkpoint["id"]
+        checkpoint_id = _checkpoint_id(checkpoint["id"], "put")
         full_metadata = get_checkpoint_metadata(config, metadata)
         rest = {k: v for k, v in checkpoint.items() if k != "channel_values"}
         values = checkpoint.get("channel_values", {})
@@ -993,7 +1050,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         still reads them, see ``copy_thread``), its index records erased from every
         version, and a late write of one of its checkpoints is dropped. An unknown
         thread is a no-op."""
-        thread_id = str(thread_id)
+        thread_id = _thread_id(thread_id, "delete_thread")
         with self.lock:
             for key in [key for key in self._early_writes if key[0] == thread_id]:
                 del self._early_writes[key]
@@ -1010,8 +1067,9 @@ class RewindSaver(BaseCheckpointSaver[str]):
         threads: set[str] = set()
         with self.db.read():
             for run_id in runs:
-                for key in self.index.keys(f"run/{_names.escape(run_id)}/"):
-                    threads.add(self._thread_of(*_names.parse_run_key(key)))
+                for prefix in _names.run_prefixes(run_id):
+                    for key in self.index.keys(prefix):
+                        threads.add(self._named(*_names.parse_run_key(key))[0])
 
         def of_runs(entries: dict[str, dict]) -> set[str]:
             return {
@@ -1071,7 +1129,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 )
         elif keep is not None:
             raise _bad_retention(f"keep= goes with strategy='keep_last', not {strategy!r}")
-        threads = list(dict.fromkeys(str(thread_id) for thread_id in thread_ids))
+        threads = list(dict.fromkeys(_thread_id(thread_id, "prune") for thread_id in thread_ids))
         if strategy == "delete":
             for thread_id in threads:
                 self.delete_thread(thread_id)
@@ -1143,7 +1201,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         kept = {key: entry for key, entry in entries.items() if key not in dropped}
         if not (entries or own_keys or ns_keys or ref_keys) or (kept and not dropped):
             return []
-        owned = {_names.branch_of_key(key): key for key in own_keys}
+        owned = {branch: key for key, branch in self.index.branches_of(own_keys).items()}
         needed = {entry["branch"] for entry in kept.values()}
         needed |= {entry["read"] for entry in kept.values()}
         removed = sorted(dropped)
@@ -1191,11 +1249,12 @@ class RewindSaver(BaseCheckpointSaver[str]):
             if updated != record:
                 puts[ns_key] = updated
         removed += [owned[branch] for branch in released]
-        unread = [key for key in ref_keys if _names.branch_of_key(key) not in needed]
+        reads = self.index.branches_of(ref_keys)
+        unread = [key for key in ref_keys if reads[key] not in needed]
         removed += unread
         self.index.write(puts, removed)
         self._release(released)
-        removed += self._unread({_names.branch_of_key(key) for key in unread})
+        removed += self._unread({reads[key] for key in unread})
         if reason is not None:
             for branch in sorted(needed & owned.keys()):
                 self._cut(branch, kept.values(), reason)
@@ -1230,7 +1289,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
             info = self.db.branches.get(branch)
             if info.parent != "default" or info.forked_at != 0:
                 return True  # what it inherited would stay readable through it
-            if self.index.keys(f"ref/{_names.escape(branch)}/"):
+            if self.index.readers(branch):
                 return True  # a copy reads it: its history could not be cut
             cut = min(entry["version"] for entry in on)
             if any(
@@ -1276,9 +1335,12 @@ class RewindSaver(BaseCheckpointSaver[str]):
         and ``puts``: the index changes ``_retain`` made so far (the dropped records,
         the tombstone). In the open saver write; returns the index keys to erase."""
         copies = []
+        named: dict[str, str] = {}  # namespaces as parsed -> as named
         for key in sorted(kept, key=lambda key: _names.parse_checkpoint_key(key)[2]):
             entry = kept[key]
             _, ns, checkpoint_id = _names.parse_checkpoint_key(key)
+            if ns not in named:
+                named[ns] = self._named(thread_id, ns)[1]
             view, at = self.db.at(entry["read"]), entry["version"]
             stored = view.kv.get(_names.CHECKPOINT_KEY, as_of=at)
             opened = _open(self.serde, stored)
@@ -1327,7 +1389,8 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 else:
                     branch = self._free_name(_names.fork_branch(mains[ns], checkpoint_id))
                 self.db.branches.fork("default", branch, at=0)
-            puts[_names.owned_key(thread_id, branch)] = True
+            own = _names.owned_key(thread_id, branch)
+            puts[own] = _names.branch_value(own, branch)
             view = self.db.at(branch)
             events = view.events.length()
             changed = {k: blob for k, blob in values.items() if base.get(k) != blob}
@@ -1352,13 +1415,13 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 "main": mains[ns],
                 "head": head,
                 "newest": branch,
-                **_names_of(thread_id),
+                **_names_of(thread_id, named[ns]),
             }
         removed += [key for key in ns_keys if key not in puts]
         removed += ref_keys
         removed = [key for key in dict.fromkeys(removed) if key not in puts]
         self.index.write(puts, removed)
-        removed += self._unread({_names.branch_of_key(key) for key in ref_keys})
+        removed += self._unread(set(self.index.branches_of(ref_keys).values()))
         return removed
 
     def _copy_writes(
@@ -1397,7 +1460,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
             # A call's namespace ends with ":<task id>"; a checkpointer=True subgraph's
             # (its state outlives each call) does not. Runs save in the background, so
             # a call may be saved before its root: it goes only once the root is saved.
-            if ":" not in ns or not keys:
+            if not keys or ":" not in self._named(thread_id, ns)[1]:
                 continue
             root = self._metadata(entries[keys[0]]).get("parents", {}).get("")
             if root and root in saved and root not in roots:
@@ -1443,7 +1506,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         still reads is held instead (``held/``), until the last copy lets it go."""
         held: dict[str, Any] = {}
         for branch in self._deepest_first(branches):
-            if self.index.keys(f"ref/{_names.escape(branch)}/"):
+            if self.index.readers(branch):
                 held[_names.held_key(branch)] = True
             else:
                 self.db.branches.delete(branch, purge=True)
@@ -1455,8 +1518,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         free = [
             branch
             for branch in branches
-            if not self.index.keys(f"ref/{_names.escape(branch)}/")
-            and self.index.get(_names.held_key(branch))
+            if not self.index.readers(branch) and self.index.get(_names.held_key(branch))
         ]
         for branch in self._deepest_first(free):
             self.db.branches.delete(branch, purge=True)
@@ -1467,7 +1529,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
     def _cut(self, branch: str, kept: Iterable[dict], reason: str) -> None:
         """Remove ``branch``'s history before the oldest kept checkpoint it holds (the
         core keeps what its forks read, and the state as of the cut)."""
-        if self.index.keys(f"ref/{_names.escape(branch)}/"):
+        if self.index.readers(branch):
             return  # a copied thread reads its checkpoints: they all stay
         versions = []
         for entry in kept:
@@ -1500,28 +1562,35 @@ class RewindSaver(BaseCheckpointSaver[str]):
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread: one O(1) fork per branch; the copy reads the source's history."""
-        source, target = str(source_thread_id), str(target_thread_id)
+        source = _thread_id(source_thread_id, "copy_thread")
+        target = _thread_id(target_thread_id, "copy_thread")
         with self._writing():
-            src, dst = _names.thread_part(source), _names.thread_part(target)
+            src = _names.thread_part(source)
             forks: dict[str, str] = {}
             puts: dict[str, Any] = {}
-            for key in self.index.keys(f"own/{src}/"):
-                branch = _names.unescape(key.split("/", 2)[2])
-                name = _names.PREFIX + dst + branch[len(_names.PREFIX + src) :]
+            for branch in self.index.branches_of(self.index.keys(f"own/{src}/")).values():
+                parsed = _names.parse_branch(branch)
+                if parsed is None:  # (not a name the saver gives: as it was named)
+                    name = _names.PREFIX + _names.thread_part(target)
+                else:
+                    ns = self._named(*parsed[:2])[1]
+                    name = _names.copy_branch(branch, target, ns)
                 name = self._free_name(name)
                 self.db.branches.fork(branch, name)
                 forks[branch] = name
-                puts[_names.owned_key(target, name)] = True
+                key = _names.owned_key(target, name)
+                puts[key] = _names.branch_value(key, name)
             for key in self.index.keys(f"ns/{src}/"):
                 namespace = self.index.get(key)
-                ns = _names.unescape(key.split("/", 2)[2])
+                ns = self._named(src, _names.unescape(key.split("/", 2)[2]))[1]
                 puts[_names.namespace_key(target, ns)] = {
                     "main": forks.get(namespace["main"], namespace["main"]),
                     "head": self._namespace_head(source, ns, namespace),
-                    **_names_of(target),
+                    **_names_of(target, ns),
                 }
             for key in self.index.records(source):
-                _, ns, checkpoint_id = _names.parse_checkpoint_key(key)
+                _, part, checkpoint_id = _names.parse_checkpoint_key(key)
+                ns = self._named(src, part)[1]
                 entry = dict(self.index.get(key))
                 if self._head_id(entry["branch"]) == checkpoint_id and entry["branch"] in forks:
                     entry["branch"] = forks[entry["branch"]]
@@ -1529,7 +1598,8 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 if entry.get("run_id"):
                     puts[_names.run_key(str(entry["run_id"]), target, ns, checkpoint_id)] = True
                 for branch in {entry["read"], entry["branch"]} - set(forks.values()):
-                    puts[_names.ref_key(branch, target)] = True
+                    key = _names.ref_key(branch, target)
+                    puts[key] = _names.branch_value(key, branch)
             self.index.write(puts)
 
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:

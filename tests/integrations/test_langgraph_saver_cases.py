@@ -10,6 +10,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import quote
 
 import pytest
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -23,6 +24,7 @@ from leaks import encodings, hits_in_files
 from typing_extensions import TypedDict
 
 import rewinddb
+from rewinddb import story
 from rewinddb.integrations.langgraph import RewindSaver
 
 #: Words each turn of a test says, no two with a stretch in common (``found`` looks for
@@ -438,21 +440,29 @@ def shown(graph: Any, cfg: Any) -> list[tuple[Any, ...]]:
     ]
 
 
-def runs_alike(saver: RewindSaver, thread_id: str) -> None:
+def runs_alike(saver: RewindSaver, thread_id: str, copy_to: str = "copied") -> None:
     """A graph with a subgraph, run on ``thread_id`` with ``saver`` and with
-    InMemorySaver: LangGraph shows the same thread, at the root and in the subgraph,
-    ``list(None)`` names it, and it can be copied, pruned and deleted."""
+    InMemorySaver, then again from its first turn (a time-travel fork): LangGraph shows
+    the same thread, at the root and in the subgraph, ``list(None)`` names it, the
+    explorer tells each of its branches, and it can be copied, pruned and deleted."""
     twin = subgraph_graph(InMemorySaver())
     graph = subgraph_graph(saver)
     for g in (graph, twin):
         for text in ("one", "two"):
             g.invoke({"messages": [HumanMessage(text, id=text)]}, config(thread_id))
+        first = [s for s in g.get_state_history(config(thread_id)) if s.metadata["step"] == 2]
+        g.invoke({"messages": [HumanMessage("fork", id="fork")]}, first[-1].config)
     assert shown(graph, config(thread_id)) == shown(twin, config(thread_id))
     sub = [t for t in saver.list(None) if t.config["configurable"]["checkpoint_ns"]]
     assert sub and {t.config["configurable"]["thread_id"] for t in sub} == {thread_id}
     assert thread_id in {t.config["configurable"]["thread_id"] for t in saver.list(None)}
-    saver.copy_thread(thread_id, "copied")
-    copied = shown(graph, config("copied"))
+    branches = [b for b in saver.db.branches.names() if b.startswith("lg/")]
+    assert any("~" in b for b in branches) and all(len(b) <= 1024 for b in branches)
+    told = {b: story.branch_story(saver.db, b).summary for b in branches}
+    assert {t.status for t in told.values()} == {"finished"}
+    assert {t.kind.partition(",")[0] for t in told.values()} == {"thread", "subgraph"}
+    saver.copy_thread(thread_id, copy_to)
+    copied = shown(graph, config(copy_to))
     assert copied == shown(twin, config(thread_id))
     saver.prune([thread_id])
     assert len(list(saver.list(config(thread_id)))) == 1
@@ -462,10 +472,110 @@ def runs_alike(saver: RewindSaver, thread_id: str) -> None:
     saver.delete_thread(thread_id)
     assert list(saver.list(config(thread_id))) == []
     assert thread_id not in {t.config["configurable"]["thread_id"] for t in saver.list(None)}
-    assert shown(graph, config("copied")) == copied  # the copy did not notice
+    assert shown(graph, config(copy_to)) == copied  # the copy did not notice
     assert saver.db.verify().ok
 
 
 def test_the_empty_thread_id_is_a_thread_as_in_inmemorysaver(saver: RewindSaver) -> None:
     runs_alike(saver, "")
     assert [b for b in saver.db.branches.names() if b.startswith("lg/copied")]
+
+
+@pytest.mark.parametrize(
+    "thread_id",
+    [
+        "x" * 2_000,
+        "中" * 1_200,
+        "a / b ~ c % d # e" * 100,
+        "x" * 500,  # the earlier layout took it at the root, not in a subgraph
+        "中" * 42,
+    ],
+    ids=["ascii-2000", "cjk-1200", "separators-1700", "ascii-500", "cjk-42"],
+)
+def test_long_thread_ids_run_as_in_inmemorysaver_subgraphs_too(
+    both: RewindSaver, thread_id: str
+) -> None:
+    runs_alike(both, thread_id, copy_to=thread_id[::-1] + "copy")
+
+
+def test_a_long_namespace_under_a_long_thread_id(saver: RewindSaver) -> None:
+    """Subgraphs three deep with long node names: namespaces of about 1,000 characters."""
+    name = "n" * 300
+
+    def deeper(graph: Any) -> Any:
+        builder = StateGraph(MessagesState).add_node(name, graph)
+        return builder.add_edge(START, name)
+
+    inner = StateGraph(MessagesState).add_node(
+        "inner", lambda state: {"messages": [AIMessage("deep")]}
+    )
+    inner = inner.add_edge(START, "inner").compile()
+    graph = deeper(deeper(inner).compile()).compile(checkpointer=saver)
+    twin = deeper(deeper(inner).compile()).compile(checkpointer=InMemorySaver())
+    thread_id = "t" * 400
+    for g in (graph, twin):
+        g.invoke({"messages": [HumanMessage("hi", id="hi")]}, config(thread_id))
+    assert shown(graph, config(thread_id)) == shown(twin, config(thread_id))
+    spaces = {t.config["configurable"]["checkpoint_ns"] for t in saver.list(config(thread_id))}
+    assert max(len(ns) for ns in spaces) > 600 and "" in spaces
+    assert saver.db.verify().ok
+
+
+def test_a_thread_id_too_long_is_refused_before_the_run_starts(saver: RewindSaver) -> None:
+    graph = subgraph_graph(saver)
+    version = saver.db.version
+    with pytest.raises(rewinddb.RewindError, match="thread ids of up to 65,536") as raised:
+        graph.invoke({"messages": [HumanMessage("hi")]}, config("x" * 70_000))
+    assert raised.value.code == "invalid.key"  # (invalid.config once the registry has it)
+    assert isinstance(raised.value, ValueError)
+    assert saver.db.version == version  # nothing written
+    with pytest.raises(rewinddb.RewindError, match="not valid Unicode"):
+        graph.invoke({"messages": [HumanMessage("hi")]}, config("bad \ud800 id"))
+    assert saver.db.version == version
+
+
+def _earlier_escape(text: str) -> str:
+    """The earlier layout's escaping of a name part (layout 2, before long ids)."""
+    return quote(text, safe=":|-_.@ ").replace("~", "%7E")
+
+
+@pytest.mark.parametrize(
+    "thread_id",
+    ["t", "a b/c~d%e:f|g", "中" * 42, "x" * 500],
+    ids=["short", "separators", "cjk-42", "ascii-500"],
+)
+def test_thread_ids_the_earlier_layout_took_are_named_as_it_named_them(
+    saver: RewindSaver, thread_id: str
+) -> None:
+    """A database written before keeps working: every name and key it could hold (1,024
+    characters at most) is the one it holds; only a key it could not hold (a subgraph's
+    branch beside a long thread id) names the branch by a digest, and holds its name."""
+    graph = subgraph_graph(saver)
+    graph.invoke({"messages": [HumanMessage("hi")]}, config(thread_id))
+    before = [s for s in graph.get_state_history(config(thread_id)) if s.metadata["step"] == 1]
+    graph.invoke({"messages": [HumanMessage("fork")]}, before[-1].config)
+    part = _earlier_escape(thread_id)
+    branches = [b for b in saver.db.branches.names() if b.startswith("lg/")]
+    namespaces = {t.config["configurable"]["checkpoint_ns"] for t in saver.list(None)}
+    assert len(branches) == len(namespaces) + 1  # and a fork
+    named = {"lg/" + part + (f"/{_earlier_escape(ns)}" if ns else "") for ns in namespaces}
+    assert {b.partition("~")[0] for b in branches} == named
+    index = saver.db.at("lg-index").kv
+    expected = {f"ns/{part}/{_earlier_escape(ns)}" for ns in namespaces}
+    expected |= {
+        k
+        for k in index.keys("cp/")
+        if k.rpartition("/")[0] in {f"cp/{part}/{_earlier_escape(ns)}" for ns in namespaces}
+    }
+    digested = []
+    for branch in branches:
+        earlier = f"own/{part}/{_earlier_escape(branch)}"
+        if len(earlier) <= 1024:
+            expected.add(earlier)
+        else:
+            digested.append(branch)
+    assert len(index.keys("cp/")) == len(list(saver.list(None)))
+    assert set(index.keys()) - expected == {
+        key for key in index.keys("own/") if index.get(key) in digested
+    }
+    assert (len(digested) > 0) is (len(thread_id) > 40)
