@@ -360,6 +360,13 @@ CODES: Mapping[str, ErrorCode] = _registry(
         "`RewindError`, `InvalidInputError`: `rewinddb.open`, `rewinddb.web.create_app`",
     ),
     (
+        "invalid.config",
+        422,
+        "a LangGraph config `RewindSaver` cannot take: a thread id over 65,536 characters "
+        "or not valid text, a checkpoint id over 64 characters",
+        "`InvalidInputError`: `RewindSaver` (`get_tuple`, `put`, `put_writes`, `list`)",
+    ),
+    (
         "unsupported.backend",
         422,
         "a URL scheme rewinddb has no backend for (SQLite takes a "

@@ -47,13 +47,9 @@ from ._index import Index
 #: as its digest there, see ``_names``; the id itself is kept once per namespace).
 THREAD_ID_LIMIT = 65_536
 
-#: The code of a config or thread id the saver refuses. TODO: ``invalid.config`` once
-#: the registry (``rewinddb.errors.CODES``) has it.
-_CONFIG_CODE = "invalid.key"
-
-
 def _bad_config(message: str) -> rewinddb.InvalidInputError:
-    return rewinddb.InvalidInputError(message, code=_CONFIG_CODE)
+    """A config or thread id the saver refuses."""
+    return rewinddb.InvalidInputError(message, code="invalid.config")
 
 
 def _text(value: str) -> bool:

@@ -526,7 +526,7 @@ def test_a_thread_id_too_long_is_refused_before_the_run_starts(saver: RewindSave
     version = saver.db.version
     with pytest.raises(rewinddb.RewindError, match="thread ids of up to 65,536") as raised:
         graph.invoke({"messages": [HumanMessage("hi")]}, config("x" * 70_000))
-    assert raised.value.code == "invalid.key"  # (invalid.config once the registry has it)
+    assert raised.value.code == "invalid.config"
     assert isinstance(raised.value, ValueError)
     assert saver.db.version == version  # nothing written
     with pytest.raises(rewinddb.RewindError, match="not valid Unicode"):
