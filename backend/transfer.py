@@ -7,7 +7,8 @@ hash is the same. Records, one JSON object a line, in this order::
 
     {"type": "header", "format": "rewinddb-export", "format_version": 2, "clock",
      "merge_sources": "kept", ...}
-    {"type": "branch", "id", "name", "parent", "forked_at", "created_at", "deleted_at"}
+    {"type": "branch", "id", "name", "parent", "forked_at", "created_at", "deleted_at",
+     "left_out"}                                          (left_out: only on stand-ins)
     {"type": "horizon", "branch", "kept_from", "policy", "pruned_at", "previous_hash",
      "rows_hash", "first_event", "event_hash"}          where retention cut a branch
     {"type": "array", "id", "base", "base_len"}          shared array storage
@@ -27,13 +28,18 @@ commit of their own, its commits' hash chain starts at ``previous_hash`` and its
 event log at ``first_event`` (chained on ``event_hash``). Format 1 (without these) still
 imports.
 
-An export of some branches holds them with their ancestors. A branch it leaves out can
-still be named: by a merge commit, as its source (a deleted branch record with none of
-its history stands in for it, so the commit stays a merge and keeps its hash), or by a
-carried event, as its first home (the importer makes the placeholder). Every commit
-writes an entry or an event of its branch, or is a merge; import refuses a commit that
-is neither, but for the merges older exports (no ``merge_sources`` in the header) wrote
-with their source left out, which get a placeholder each.
+An export of some branches holds them with their ancestors, and the copy acts as the
+original would with every other branch deleted and purged (``_left_out``): a left-out
+branch the exported history still names (as a merge source, or through the lineage of
+one) is in the file as a purged branch would be, a deleted branch record marked
+``"left_out"`` with its parent and fork point and none of its rows but its merge commits
+that exported histories walk through (as links: no trigger, message or rows), so merge
+bases come out as the original's and a base that falls on it is refused. An event carried
+from a left-out branch the file does not hold gets a placeholder where it imports. Every
+commit writes an entry or an event of its branch, or is a merge; import refuses a commit
+that is neither, but for the merges older exports (no ``merge_sources`` in the header)
+wrote with their source left out, which get a placeholder each (``repair_merges``), as
+the export does for such commits a database imported by an older rewinddb holds.
 
 Both directions stream: export reads with cursors and writes line by line; import reads
 line by line inside one transaction, so a bad file (broken hash chain, unknown record,
@@ -52,6 +58,7 @@ from __future__ import annotations
 
 import base64
 import bisect
+import heapq
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -175,13 +182,14 @@ def export_jsonl(
         params = tuple(sorted(ids))
         result = TransferCounts()
         dropped = _dropped_merges(engine, marks, params)
+        left_out = _left_out(engine, ids, marks, params) if branches is not None else _LeftOut()
         if progress is not None:
             progress.total = sum(
                 conn.fetchone(f"SELECT count(*) FROM {table} WHERE branch_id IN ({marks})", params)[
                     0
                 ]
                 for table in ("rewind_commits", "rewind_entries", "rewind_events")
-            )
+            ) + len(left_out.links)
 
         def emit(kind: str, line: bytes) -> None:
             out.write(line)
@@ -224,7 +232,7 @@ def export_jsonl(
             )
             if deleted_at is None:
                 result.branches.append(name)
-        for stand_in in _merge_stand_ins(engine, ids, marks, params):
+        for stand_in in left_out.records:
             emit("branch", _line(stand_in))
         for placeholder, ts in dropped.values():
             emit("branch", _line(_placeholder_record(placeholder, None, 0, ts, ts)))
@@ -252,11 +260,12 @@ def export_jsonl(
                     b'{"type":"items","array":%d,"start":%d,"items":[%s]}\n'
                     % (seq, start, b",".join(items)),
                 )
-        for row in conn.execute(
+        commits = conn.execute(
             "SELECT version, branch_id, ts, trigger, message, merge_branch_id, merge_version "
             f"FROM rewind_commits WHERE branch_id IN ({marks}) ORDER BY version",
             params,
-        ):
+        )
+        for row in heapq.merge(commits, left_out.links, key=lambda commit: int(commit[0])):
             version, branch_id, ts, trigger, message, merge_branch, merge_version = row
             if version in dropped:  # a merge an older import left without its source
                 merge_branch, merge_version = dropped[version][0], version - 1
@@ -343,38 +352,100 @@ def _exported_branch_ids(engine: Engine, names: Sequence[str] | None) -> set[int
     return ids
 
 
-def _merge_stand_ins(
-    engine: Engine, ids: set[int], marks: str, params: tuple[int, ...]
-) -> list[dict[str, Any]]:
-    """Branch records for the branches the exported commits merged from that the export
-    leaves out, so each merge keeps its source (its commit writes nothing else when it
-    carried no event: it must stay a merge) and its hash. Each is a deleted branch with
-    none of its history, named as the importer names an event's left-out first branch,
-    forked where that branch's lineage meets the nearest exported branch whose history
-    is kept there: what both sides of a later merge read of it is then history they
-    share (``merge.merge_base``), never a point neither had."""
+@dataclass
+class _LeftOut:
+    """What a partial export holds of the branches it leaves out (``_left_out``)."""
+
+    #: Their branch records, each after its parent's.
+    records: list[dict[str, Any]] = field(default_factory=list)
+    #: Their merge commits the exported histories hold through merges, as links: rows
+    #: (version, branch, ts, trigger, message, merge branch, merge version), by version.
+    links: list[tuple[Any, ...]] = field(default_factory=list)
+
+
+def _left_out(engine: Engine, ids: set[int], marks: str, params: tuple[int, ...]) -> _LeftOut:
+    """The branches an export leaves out that the exported histories still hold through
+    merges, as the original would keep them if it purged every branch the export leaves
+    out (``erasure.purge_deleted``): each as a purged branch, none of its rows, and its
+    merge commits that a walk from an exported branch reaches as links (version, time,
+    merge parent; no trigger, message or rows).
+
+    ``merge.contained_history`` finds what a point holds by following its lineage and, at
+    each step, the merge commits there. Walked from every exported branch, it reaches a
+    left-out branch only through a merge (an exported branch's ancestors are exported),
+    and from there the branch's lineage and its own merges, up to the newest version a
+    walk holds of it. Without those merge commits a branch that merged a left-out one
+    would seem to hold less than it does, and a merge base found through it would be
+    older than the original's: the merge would go ahead on it and could put back values
+    one side had replaced. With them the copy's walks hold what the original's do, and a
+    base that falls on a left-out branch is refused there (it is purged:
+    ``merge._check_base``), as in the original after that purge.
+
+    Each keeps its parent and fork point (its parent is exported or left out and held
+    too), so the copy walks its lineage as the original does; where retention cut an
+    exported parent's history after the fork point (a rewinddb that did not keep what
+    deleted forks read), it forks from the nearest step below whose history is kept
+    there."""
     conn = engine.conn
-    left_out = sorted(
-        {
-            int(row[0])
-            for row in conn.fetchall(
-                "SELECT DISTINCT merge_branch_id FROM rewind_commits "
-                f"WHERE branch_id IN ({marks}) AND merge_branch_id IS NOT NULL",
-                params,
-            )
-        }
-        - ids
-    )
-    records = []
-    for branch_id in left_out:
+    held: dict[int, int] = {}  # left-out branch id -> the newest version a walk holds
+    found = _LeftOut()
+    pending = [
+        (int(branch_id), int(version))
+        for branch_id, version in conn.fetchall(
+            "SELECT merge_branch_id, max(merge_version) FROM rewind_commits "
+            f"WHERE branch_id IN ({marks}) AND merge_branch_id IS NOT NULL "
+            "GROUP BY merge_branch_id",
+            params,
+        )
+        if int(branch_id) not in ids
+    ]
+    while pending:
+        branch_id, version = pending.pop()
+        for step, cap in engine.lineage(engine.branch_by_id(branch_id), version):
+            walked = held.get(step, -1)
+            if step in ids or walked >= cap:
+                break  # exported, or walked this far already: so is the lineage below
+            held[step] = cap
+            for row in conn.fetchall(  # (the merges index)
+                "SELECT version, ts, merge_branch_id, merge_version FROM rewind_commits "
+                "WHERE branch_id = ? AND merge_branch_id IS NOT NULL AND version > ? "
+                "AND version <= ?",
+                (step, walked, cap),
+            ):
+                link_version, ts, merged, merged_version = (int(value) for value in row)
+                found.links.append((link_version, step, ts, None, None, merged, merged_version))
+                if merged not in ids:
+                    pending.append((merged, merged_version))
+    found.links.sort()
+    clock = engine.clock()
+    placed: set[int] = set()
+    for branch_id in sorted(held, key=lambda held_id: _depth(engine, held_id)):
+        record = engine.branch_by_id(branch_id)
         parent, forked_at = None, 0
-        for step, cap in engine.lineage(engine.branch_by_id(branch_id), engine.clock())[1:]:
-            kept = engine.horizon(step) if step in ids else None
-            if step in ids and (kept is None or kept.kept_from <= cap):
+        for step, cap in engine.lineage(record, clock)[1:]:
+            if step in placed or (step in ids and _keeps(engine, step, cap)):
                 parent, forked_at = step, cap
                 break
-        records.append(_placeholder_record(branch_id, parent, forked_at, 0, 0))
-    return records
+        found.records.append(_placeholder_record(branch_id, parent, forked_at, 0, 0))
+        placed.add(branch_id)
+    return found
+
+
+def _keeps(engine: Engine, branch_id: int, version: int) -> bool:
+    """Whether a fork of the branch at ``version`` reads only what retention kept of it:
+    none of its rows (at or below its fork point), or its history from its horizon on
+    (``_Importer.apply_horizon`` checks forks so)."""
+    kept = engine.horizon(branch_id)
+    return (
+        kept is None
+        or kept.kept_from <= version
+        or version <= engine.branch_by_id(branch_id).forked_at
+    )
+
+
+def _depth(engine: Engine, branch_id: int) -> int:
+    """How many ancestors the branch has (a parent's is smaller than its children's)."""
+    return len(engine.lineage(engine.branch_by_id(branch_id), 0))
 
 
 def _dropped_merges(
@@ -533,6 +604,8 @@ class _Importer:
         # version -> line of each commit that is not a merge and has written no row yet
         self.rowless: dict[int, int] = {}
         self.merge_sources_kept = False  # (the header says so: this rewinddb's exports)
+        # (new) ids of the stand-ins of left-out branches: their commits are links only
+        self.left_out: set[int] = set()
 
     def fail(self, why: str, line: int | None = None) -> ImportFormatError:
         line = self.line_number if line is None else line
@@ -761,9 +834,11 @@ class _Importer:
             (name, self.branch_id(parent), forked_at, created_at, deleted_at),
         )
         new_id = self.branches[old_id]
-        if renamed and name != _left_out_name(new_id):
-            name = _left_out_name(new_id)
-            conn.execute("UPDATE rewind_branches SET name = ? WHERE id = ?", (name, new_id))
+        if renamed:
+            self.left_out.add(new_id)
+            if name != _left_out_name(new_id):
+                name = _left_out_name(new_id)
+                conn.execute("UPDATE rewind_branches SET name = ? WHERE id = ?", (name, new_id))
         self.fork_points[new_id] = forked_at
         if deleted_at is not None:
             self.deleted.add(new_id)
@@ -787,8 +862,11 @@ class _Importer:
                 f"'kept_from' {kept_from} is not a version of branch {name!r} (after its fork "
                 f"point {self.fork_points[branch_id]}, at most the file's clock {self.clock})"
             )
+        own_from = self.fork_points[branch_id]
         for child, parent in self.parents.items():
-            if parent == branch_id and self.fork_points[child] < kept_from:
+            # (a fork at or below the branch's own fork point reads none of its rows:
+            # ``Engine.row_lineage``, and retention cuts past it)
+            if parent == branch_id and own_from < self.fork_points[child] < kept_from:
                 raise self.fail(
                     f"'kept_from' {kept_from} is after version {self.fork_points[child]}, "
                     f"where branch {self.names[child]!r} forks from {name!r} (retention keeps "
@@ -927,6 +1005,11 @@ class _Importer:
             merge_id = self.placeholders[merge] if known else self.branch_id(merge)
         if merge_id == branch_id:
             raise self.fail(f"commit {version} merges its branch into itself")
+        if merge_id is None and branch_id in self.left_out:
+            raise self.fail(
+                f"commit {version} is not a merge, but its branch stands in for one the "
+                "export left out, which keeps only its merges (as links)"
+            )
         self.engine.conn.execute(
             "INSERT INTO rewind_commits (version, branch_id, ts, trigger, message, "
             "merge_branch_id, merge_version) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -1017,6 +1100,11 @@ class _Importer:
         commit of its branch, or, below the horizon, one whose commit retention removed
         (the state kept as of the cut, the log a branch with forks keeps): after the fork
         point, and a version no other branch committed."""
+        if branch_id in self.left_out:
+            raise self.fail(
+                f"branch {self.names[branch_id]!r} stands in for one the export left out: "
+                "it has no entries and no events"
+            )
         kept = self.horizons.get(branch_id)
         version = self.integer(r, "version")
         if kept is None or version >= kept.kept_from:

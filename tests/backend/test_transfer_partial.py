@@ -8,6 +8,7 @@ still import, and import refuses any other commit that writes nothing."""
 from __future__ import annotations
 
 import io
+import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from fastapi.testclient import TestClient
 import rewinddb
 from rewinddb import _commit_hash
 from rewinddb.cli import main
-from rewinddb.erasure import purged
+from rewinddb.erasure import purge_deleted, purged
 from rewinddb.web import create_app
 
 from .conftest import BACKENDS, Refused
@@ -504,3 +505,232 @@ def test_an_event_carried_through_copies_stays_one_event(targets: Callable[[], A
         assert copy.at("t").kv.get("k") == 1
         assert "x" not in copy.branches
         assert copy.verify().ok
+
+
+# -- the left-out branches' own merges ------------------------------------------------
+
+
+def _x_merged_a_then_t_merged_x(db: rewinddb.Database, *, t_resets: bool) -> None:
+    """Left-out 'x' merges exported 'a' (k 1), exported 't' merges 'x'. Then either 'a'
+    moves on (k 2), or 't' sets k back to 0 and 'a' writes another key."""
+    db.kv.put("k", 0)
+    for name in ("a", "x", "t"):
+        db.branches.fork("default", name)
+    db.at("a").kv.put("k", 1)
+    db.branches.merge("a", "x")
+    db.branches.merge("x", "t")
+    if t_resets:
+        db.at("t").kv.put("k", 0)
+        db.at("a").kv.put("other", 1)
+    else:
+        db.at("a").kv.put("k", 2)
+
+
+@pytest.mark.parametrize("t_resets", [False, True], ids=["a-moves-on", "t-resets"])
+def test_a_left_out_branchs_merges_stay_as_links(
+    targets: Callable[[], Any], t_resets: bool
+) -> None:
+    """'t' holds 'a' as of x's merge of it (through 'x'), so merging 'a' into 't' bases
+    there: the copy keeps x's merge commit as a link (version, time, merge parent; no
+    rows, trigger or message) and merges as the original does. Without it the copy's 't'
+    held only 'default': a conflict (k changed on both sides since), or, where 't' had
+    set k back to 0, a's k=1 put over it without a word."""
+    with rewinddb.open(targets()) as src:
+        _x_merged_a_then_t_merged_x(src, t_resets=t_resets)
+        data = _export(src, branches=["t", "a"])
+        receipt = src.branches.merge("a", "t")
+        expected = (receipt.base, src.at("t").snapshot())
+    links = [r for r in _records(data) if r["type"] == "commit" and r["branch"] == 3]
+    assert [(r["merge_branch"], r["trigger"], r["message"]) for r in links] == [(2, None, None)]
+    with rewinddb.open(targets()) as copy:
+        copy.import_jsonl(io.BytesIO(data))
+        assert copy.verify().ok
+        receipt = copy.branches.merge("a", "t")
+        assert (receipt.base, copy.at("t").snapshot()) == expected
+        assert copy.at("t").kv.get("k") == (0 if t_resets else 2)
+        copy.at("t").kv.put("w", 1)
+        copy.gc()  # keeps the link: a remaining branch's history walks it
+        assert copy.verify().ok
+        assert [r for r in _records(_export(copy)) if r.get("branch") == 3] == links
+
+
+def test_links_through_a_left_out_lineage(targets: Callable[[], Any]) -> None:
+    """Left-out 'y' forks from left-out 'x' after x merged exported 'a'; 't' merges
+    'y': 't' holds 'a' through y's lineage, so both stand in (y forked from x, as in the
+    original) and x keeps its merge as a link."""
+    with rewinddb.open(targets()) as src:
+        src.kv.put("k", 0)
+        for name in ("a", "x", "t"):
+            src.branches.fork("default", name)
+        src.at("a").kv.put("k", 1)
+        src.branches.merge("a", "x")
+        src.branches.fork("x", "y")
+        src.at("y").kv.put("y", 1)
+        src.branches.merge("y", "t")
+        src.at("t").kv.put("k", 0)
+        src.at("a").kv.put("other", 1)
+        data = _export(src, branches=["t", "a"])
+        x, y = (src._engine.branch_by_id(i) for i in (3, 5))
+        src.branches.merge("a", "t")
+        expected = src.at("t").snapshot()
+    stand_ins = {r["id"]: r for r in _records(data) if r.get("left_out")}
+    assert {i: (r["parent"], r["forked_at"]) for i, r in stand_ins.items()} == {
+        x.id: (x.parent_id, x.forked_at),
+        y.id: (y.parent_id, y.forked_at),
+    }
+    with rewinddb.open(targets()) as copy:
+        copy.import_jsonl(io.BytesIO(data))
+        copy.branches.merge("a", "t")
+        assert copy.at("t").snapshot() == expected
+        assert copy.verify().ok
+
+
+def _history(pick: random.Random, db: rewinddb.Database, steps: int) -> None:
+    """Random writes, forks, merges, deletes, purges and prunes."""
+    made = 0
+    for _ in range(steps):
+        names = db.branches.names()
+        first, second = pick.choice(names), pick.choice(names)
+        roll = pick.random() if len(names) > 3 else 0.3
+        try:
+            if roll < 0.25:
+                db.at(first).kv.put(pick.choice("ab"), pick.randint(0, 3))
+            elif roll < 0.3:
+                db.at(first).events.append("e", {"n": pick.randint(0, 3)})
+            elif roll < 0.42:
+                made += 1
+                at = pick.choice([None, pick.randint(0, db.version)])
+                db.branches.fork(first, f"b{made}", at=at)
+            elif roll < 0.8 and first != second:
+                db.branches.merge(
+                    first,
+                    second,
+                    strategy=pick.choice(["fail", "source", "target"]),
+                    events=pick.choice(["skip", "append"]),
+                )
+            elif roll < 0.9 and first != "default":
+                db.branches.delete(first, purge=pick.random() < 0.3)
+            elif roll < 0.95 and first != "default":
+                db.prune(first, keep_last=pick.randint(1, 3))
+        except rewinddb.RewindError:
+            pass
+
+
+def _with_left_out_purged(data: bytes, exported: set[str], target: Any) -> rewinddb.Database:
+    """A copy of the whole history in ``data`` with every branch not in the lineage of
+    ``exported`` deleted and purged: what the copy of a partial export must act as."""
+    db = rewinddb.open(target)
+    db.import_jsonl(io.BytesIO(data))
+    engine = db._engine
+    keep = {i for name in exported for i, _ in engine.lineage(engine.branch(name), 0)}
+    rows = engine.conn.fetchall("SELECT id, name, deleted_at FROM rewind_branches")
+    for _, name, deleted_at in rows:
+        if deleted_at is None and engine.branch(name).id not in keep:
+            db.branches.delete(name)
+    with engine.conn.write():
+        purge_deleted(engine, [i for i, _, _ in rows if i not in keep])
+    return db
+
+
+def _merge(db: rewinddb.Database, source: str, target: str, how: dict[str, str]) -> Any:
+    try:
+        receipt = db.branches.merge(source, target, **how)  # type: ignore[arg-type]
+    except rewinddb.RewindError as error:
+        return error.code
+    ids = dict(db._engine.conn.fetchall("SELECT name, id FROM rewind_branches"))
+    return (
+        receipt.version,
+        (ids[receipt.base[0]], receipt.base[1]),  # (a deleted ancestor's name may differ)
+        sorted((c.key, repr(c.new)) for c in receipt.applied),
+        sorted(str(c) for c in receipt.conflicts),
+        receipt.events_carried,
+        receipt.events_not_carried,
+    )
+
+
+def _shadow(seed: int, tmp: Path) -> int:
+    """A partial export's copy merges as its original with the left-out branches purged
+    does (the same receipts, or the same refusal), merge after merge, and where both go
+    ahead, as the original itself did (its first merge). Returns how many merges went
+    ahead on the copy."""
+    pick = random.Random(seed)
+    paths = iter(tmp / f"{seed}-{n}" for n in range(1000))
+    with rewinddb.open(next(paths)) as src:
+        _history(pick, src, 45)
+        assert src.verify().ok, (seed, "the source does not verify", src.verify())
+        whole = _export(src)
+        live = [n for n in src.branches.names() if n != "default"]
+        exported = pick.sample(live, min(len(live), pick.randint(1, 2)))
+        data = _export(src, branches=exported)
+        names = _exported_names(src, exported)
+        pairs = [(a, b) for a in names for b in names if a != b]
+        pick.shuffle(pairs)
+        hows = [
+            {"strategy": pick.choice(["fail", "source", "target"]), "events": e}
+            for e in pick.choices(["skip", "append"], k=len(pairs))
+        ]
+        first = [
+            (_merge(src, a, b, how), a, b) for (a, b), how in zip(pairs[:1], hows[:1], strict=True)
+        ]
+    went = 0
+    with (
+        rewinddb.open(next(paths)) as copy,
+        _with_left_out_purged(whole, set(exported), next(paths)) as purged_original,
+    ):
+        copy.import_jsonl(io.BytesIO(data))
+        assert copy.verify().ok, (seed, copy.verify())
+        for n, ((a, b), how) in enumerate(zip(pairs, hows, strict=True)):
+            got, want = _merge(copy, a, b, how), _merge(purged_original, a, b, how)
+            assert got == want, (seed, a, b, how, got, want)
+            if n == 0 and "history_unavailable" not in (got, first[0][0]):
+                # (the original refuses a base below a horizon also where the branch's
+                # fork point is at or after it, so it reads none of the cut rows there:
+                # the copy and the purged original, with no horizon there, go ahead)
+                assert got == first[0][0], (seed, a, b, got, first)
+            went += not isinstance(got, str)
+            assert copy.at(b).snapshot() == purged_original.at(b).snapshot()
+        assert copy.verify().ok, (seed, copy.verify())
+    return went
+
+
+def _exported_names(db: rewinddb.Database, exported: list[str]) -> list[str]:
+    """The live branches a partial export of ``exported`` holds (with their ancestors)."""
+    engine = db._engine
+    ids = {i for name in exported for i, _ in engine.lineage(engine.branch(name), 0)}
+    return [name for name in db.branches.names() if engine.branch(name).id in ids]
+
+
+@pytest.mark.parametrize("seeds", [range(start, start + 15) for start in range(0, 45, 15)])
+def test_a_partial_copy_merges_as_its_original_with_the_left_out_branches_purged(
+    tmp_path: Path, seeds: range
+) -> None:
+    went = sum(_shadow(seed, tmp_path) for seed in seeds)
+    assert went > len(seeds)  # (the merges are not all refused)
+
+
+def test_a_horizon_above_a_fork_that_reads_none_of_its_branch_imports(
+    targets: Callable[[], Any],
+) -> None:
+    """A fork at or below its parent's own fork point reads none of the parent's rows
+    (``Engine.row_lineage``), so retention may cut the parent past it; import refused
+    such a horizon ('retention keeps what forks read'). A stand-in keeps its real parent
+    so, too."""
+    with rewinddb.open(targets()) as src:
+        src.kv.put("k", 0)
+        src.branches.fork("default", "p")
+        for value in range(3):
+            src.at("p").kv.put("k", value + 1)
+        src.prune("p", keep_last=1)
+        data = _export(src)
+        expected = _reads(src)
+    records = _records(data)
+    p = next(r for r in records if r.get("name") == "p")
+    fork = {**p, "id": 99, "name": "c", "parent": p["id"], "forked_at": p["forked_at"]}
+    records.insert(records.index(p) + 1, fork)
+    records[-1]["counts"]["branch"] += 1
+    with rewinddb.open(targets()) as copy:
+        copy.import_jsonl(io.BytesIO(_file(records)))
+        assert copy.verify().ok
+        reads = _reads(copy)
+        assert {k: v for k, v in reads.items() if k[0] != "c"} == expected
+        assert copy.at("c").snapshot()["kv"] == {"k": 0}  # default's at the fork point
