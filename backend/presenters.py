@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -37,13 +38,14 @@ from ._decoding import Decoder
 from ._decoding import encoded as encoded
 from ._decoding import readable as readable
 from ._decoding import value_text as value_text
-from ._engine import check_count
-from ._values import dumps, jsonable
+from ._engine import MISSING, check_count
+from ._values import dumps, jsonable, same
 from .errors import InvalidInputError, NotFoundError
+from .models import Change, ChangeKind
 
 if TYPE_CHECKING:
     from .database import Database
-    from .models import Branch, Change, Commit
+    from .models import Branch, Commit, Point
 
 #: Steps on one page of a branch's story.
 STEPS_PAGE = 50
@@ -186,6 +188,134 @@ class Transcript:
     start: int
     total: int
     interrupts: tuple[Interrupt, ...] = ()
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    """One row of a diff as people read it, and the store's change behind it.
+
+    ``change`` is the store's own change (its key, its path in the stored form, its
+    values as the diff gave them). ``label`` is what a person calls the key, ``path``
+    where the row is in the value as the framework shows it (``notes["tokyo"]``,
+    ``messages[2].content``; the stored path for a plain branch), and ``kind``, ``old``
+    and ``new`` the change there, decoded; ``hidden`` marks bookkeeping. A presenter may
+    tell one stored
+    change as several rows, or several as one (then ``change`` is the one it was read
+    from); what no row tells stays a row of its own, hidden, so the stored diff is all
+    there."""
+
+    change: Change
+    label: str
+    hidden: bool
+    path: str
+    kind: ChangeKind
+    old: Any = None
+    new: Any = None
+
+    @classmethod
+    def of(cls, change: Change, label: str, hidden: bool) -> DiffRow:
+        """The row of a store change as it is (the generic presenter's rows)."""
+        return cls(change, label, hidden, change.path, change.kind, change.old, change.new)
+
+
+@dataclass(frozen=True)
+class Wrote:
+    """Something the tasks that made a step wrote, in the agent's words: ``text`` ("node
+    agent wrote channel messages"), the value written (decoded), and the event that
+    holds it (``sequence`` of ``branch``'s log, where the raw write is)."""
+
+    text: str
+    value: Any
+    sequence: int
+    branch: str
+    node: str | None = None
+    channel: str | None = None
+
+
+#: A value that is not there (one side of an added or removed change).
+ABSENT: Any = MISSING
+
+
+class Field(str):
+    """A step into a decoded object's field (a dict with ``__class__``, as ``readable``
+    decodes a model): ``.content`` rather than a dict's ``["content"]``."""
+
+    __slots__ = ()
+
+
+Token = int | str
+
+
+@dataclass(frozen=True)
+class ValueChange:
+    """One change inside a decoded value: where (``steps``: list indexes, dict keys and
+    object fields, ``Field``), its kind, and the old and new values there."""
+
+    steps: tuple[Token, ...]
+    kind: ChangeKind
+    old: Any = None
+    new: Any = None
+
+
+def value_changes(old: Any, new: Any, steps: tuple[Token, ...] = ()) -> list[ValueChange]:
+    """The structural changes from ``old`` to ``new`` (decoded JSON; either may be
+    ``ABSENT``), found below ``steps``: dicts member by member (the new value's order,
+    then the members it lost), lists item by item, other values by what they are as
+    JSON (``1`` is not ``1.0``)."""
+    found: list[ValueChange] = []
+    _value_walk(old, new, steps, found)
+    return found
+
+
+def _value_walk(old: Any, new: Any, steps: tuple[Token, ...], out: list[ValueChange]) -> None:
+    if old is new:
+        return
+    if old is ABSENT:
+        out.append(ValueChange(steps, "added", None, new))
+        return
+    if new is ABSENT:
+        out.append(ValueChange(steps, "removed", old, None))
+        return
+    if type(old) is dict and type(new) is dict:
+        if old == new and same(old, new):
+            return
+        step: type[str] = Field if "__class__" in new or "__class__" in old else str
+        names = [*new, *(name for name in old if name not in new)]
+        for name in names:
+            token = step(name) if isinstance(name, str) else name
+            _value_walk(old.get(name, ABSENT), new.get(name, ABSENT), (*steps, token), out)
+        return
+    if type(old) is list and type(new) is list:
+        if old == new and same(old, new):
+            return
+        for index in range(max(len(old), len(new))):
+            _value_walk(
+                old[index] if index < len(old) else ABSENT,
+                new[index] if index < len(new) else ABSENT,
+                (*steps, index),
+                out,
+            )
+        return
+    if not same(old, new):
+        out.append(ValueChange(steps, "changed", old, new))
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def shaped_path(name: str, steps: Iterable[Token]) -> str:
+    """Where ``steps`` lead in the value called ``name``, written as the value's own
+    shape: ``messages[2]``, ``notes["tokyo"]``, ``messages[2].content`` (a dict's keys
+    as JSON strings, an object's fields after a dot when they are names)."""
+    parts = [name]
+    for token in steps:
+        if isinstance(token, int):
+            parts.append(f"[{token}]")
+        elif isinstance(token, Field) and _NAME.fullmatch(token):
+            parts.append(f".{token}")
+        else:
+            parts.append(f"[{orjson.dumps(str(token)).decode()}]")
+    return "".join(parts)
 
 
 def to_dict(record: Any) -> dict[str, Any]:
@@ -385,6 +515,37 @@ class Presenter(Decoder):
     def key_label(self, primitive: str, key: str) -> str:
         """What a person calls a stored key (a LangGraph channel's name, ...)."""
         return key
+
+    def diff_rows(
+        self, db: Database, a: Point, b: Point, changes: Sequence[Change]
+    ) -> list[DiffRow]:
+        """The rows people read of ``changes``, the store's diff from point ``a`` to
+        point ``b`` (values decoded or as stored). Here, one row per change, as it is;
+        a presenter whose values are stored in a form of its own (a LangGraph channel)
+        tells them in the value's own shape (see ``DiffRow``)."""
+        return self.value_rows("", "", ABSENT, ABSENT, changes)
+
+    def value_rows(
+        self, primitive: str, key: str, old: Any, new: Any, changes: Sequence[Change]
+    ) -> list[DiffRow]:
+        """The rows people read of ``changes`` of one key, whose stored value went from
+        ``old`` to ``new`` (``ABSENT`` where there was none): a key's history page
+        tells each of its versions so. Here, one row per change, as it is."""
+        return [
+            DiffRow.of(change, self.key_label(change.primitive, change.key), self.hidden(change))
+            for change in changes
+        ]
+
+    def wrote(self, db: Database, step: Step) -> tuple[Wrote, ...]:
+        """What the tasks that made ``step`` wrote, as people read it (a step page lists
+        it, the raw events behind a toggle); here nothing: a plain branch's events are
+        what it appended."""
+        return ()
+
+    def key_title(self, db: Database, branch: str, primitive: str, key: str) -> str | None:
+        """What a key's history page is called when the key is something a person names
+        (``channel notes of thread t``); None: the stored key (``kv key ...``)."""
+        return None
 
 
 class StepNotFound(NotFoundError):

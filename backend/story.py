@@ -11,14 +11,16 @@ of them the way both draw it (the fork point marked, a tool result shown once).
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import presenters
 from ._values import same
-from .diff import Change, Point
-from .errors import EventNotFound
+from .diff import Diff, KeyVersion, Point
+from .errors import EventNotFound, NotFoundError
 from .models import Branch, Event
 from .presenters import (
     STEPS_PAGE,
@@ -30,8 +32,10 @@ from .presenters import (
     StepPage,
     Summary,
     Transcript,
+    Wrote,
     payload_text,
 )
+from .presenters import DiffRow as DiffRow
 
 if TYPE_CHECKING:
     from .database import Database
@@ -43,16 +47,6 @@ COMPARE_STEPS = 2000
 #: The first page of steps a comparison reads of each side (pages then double, up to
 #: ``STEPS_PAGE``): attempts most often part at their first step.
 _FIRST_PAGE = 4
-
-
-@dataclass(frozen=True)
-class DiffRow:
-    """One row of a step's diff: the change, what a person calls its key, and whether
-    the presenter counts it as bookkeeping (hidden until asked for)."""
-
-    change: Change
-    label: str
-    hidden: bool
 
 
 class _DiffRows:
@@ -81,6 +75,9 @@ class StepDetail(_DiffRows):
     state: dict[str, Any]
     stored: dict[str, Any]
     rows: tuple[DiffRow, ...]
+    wrote: tuple[Wrote, ...] = ()
+    """What the tasks that made it wrote, as the presenter tells it (``Presenter.wrote``:
+    "node agent wrote channel messages"); the raw events are among ``rows``."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +147,28 @@ class StoryComparison(_DiffRows):
     point_a: Point | None = None
     point_b: Point | None = None
     """The two points compared, their versions resolved (a head is its version then)."""
+
+
+@dataclass(frozen=True)
+class KeyStep:
+    """One version of a key as its presenter tells it: the store's version (its entry and
+    changes), its rows in the value's own shape, and the step it was written at."""
+
+    version: KeyVersion
+    rows: tuple[DiffRow, ...]
+    step: Step | None
+
+
+@dataclass(frozen=True)
+class KeyStory:
+    """A key's history in the agent's words (a LangGraph channel's values by step):
+    ``title`` is what the presenter calls the key; ``versions`` oldest first."""
+
+    branch: str
+    primitive: str
+    key: str
+    title: str
+    versions: tuple[KeyStep, ...]
 
 
 # -- how a page arranges a story (the web and the widget draw these) ---------------
@@ -328,7 +347,7 @@ def step_detail(db: Database, branch: str, version: int) -> StepDetail:
         else:  # the first step: from the start of the history that holds it
             start = (step.branch, db.branches.get(step.branch).forked_at)
         diff = db.diff(start[0], step.branch, as_of_a=start[1], as_of_b=step.version, readable=True)
-        rows = _rows(presenter, diff.changes)
+        rows = diff_rows(db, presenter, diff)
         snapshot = db.at(step.branch).snapshot(as_of=step.version)
         return StepDetail(
             branch,
@@ -338,7 +357,64 @@ def step_detail(db: Database, branch: str, version: int) -> StepDetail:
             presenter.state(db, step),
             {space: snapshot[space] for space in ("kv", "json", "state")},
             rows,
+            presenter.wrote(db, step),
         )
+
+
+def key_story(
+    db: Database,
+    branch: str,
+    primitive: str,
+    key: str,
+    versions: Sequence[KeyVersion],
+    *,
+    base: KeyVersion | None = None,
+) -> KeyStory | None:
+    """``versions`` of one key (``BranchView.key_history``'s, oldest first; ``base``:
+    the version before the first, None when the first is the key's first) as
+    ``branch``'s presenter tells them, each with the step it was written at; None when
+    the presenter names no such key (a plain key is shown as the store holds it)."""
+    with db.read():
+        presenter = presenter_of(db, branch)
+        title = presenter.key_title(db, branch, primitive, key)
+        if title is None:
+            return None
+        steps = _steps_at(db, presenter, branch, [v.entry.version for v in versions])
+        previous = presenters.ABSENT if base is None else _stored(base)
+        found = []
+        for version in versions:
+            current = _stored(version)
+            rows = presenter.value_rows(primitive, key, previous, current, version.changes)
+            found.append(KeyStep(version, tuple(rows), steps.get(version.entry.version)))
+            previous = current
+        return KeyStory(branch, primitive, key, title, tuple(found))
+
+
+def _stored(version: KeyVersion) -> Any:
+    entry = version.entry
+    return presenters.ABSENT if entry.deleted or entry.erased_at is not None else entry.value
+
+
+def _steps_at(
+    db: Database, presenter: Presenter, branch: str, versions: list[int]
+) -> dict[int, Step]:
+    """The steps of ``branch`` written at ``versions`` (those that are steps): one page
+    of steps between the oldest and the newest, then each one that page did not reach."""
+    if not versions:
+        return {}
+    wanted = set(versions)
+    page = presenter.steps(
+        db,
+        branch,
+        before=max(versions) + 1,
+        after=max(min(versions) - 1, 0),
+        limit=min(2 * len(versions), STEPS_PAGE * 4),
+    )
+    found = {step.version: step for step in page.steps if step.version in wanted}
+    for version in sorted(wanted - found.keys()):
+        with contextlib.suppress(NotFoundError):
+            found[version] = presenter.step(db, branch, version)
+    return found
 
 
 def compare_stories(
@@ -366,7 +442,7 @@ def compare_stories(
             first_b,
             _where_logs_part(db, a, b),
             complete,
-            _rows(tellers[1], diff.changes),
+            diff_rows(db, tellers[1], diff),
             diff.a,
             diff.b,
         )
@@ -474,8 +550,8 @@ def _where_logs_part(
         page = min(page * 2, 1024)
 
 
-def _rows(presenter: Presenter, changes: list[Change]) -> tuple[DiffRow, ...]:
-    return tuple(
-        DiffRow(change, presenter.key_label(change.primitive, change.key), presenter.hidden(change))
-        for change in changes
-    )
+def diff_rows(db: Database, presenter: Presenter, diff: Diff) -> tuple[DiffRow, ...]:
+    """``diff``'s changes as ``presenter`` tells them (``Presenter.diff_rows``): the rows
+    a step page, a comparison and the widget show, each with the store's change behind
+    it."""
+    return tuple(presenter.diff_rows(db, diff.a, diff.b, diff.changes))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from rewinddb import rendering, story
+from rewinddb import Change, presenters, rendering, story
 from rewinddb.presenters import (
     Fork,
     Interrupt,
@@ -23,6 +23,7 @@ from rewinddb.presenters import (
     Summary,
     ToolCall,
     Transcript,
+    Wrote,
 )
 from rewinddb.rendering import WRAP, plural, value_text
 from rewinddb.story import DiffRow, StepDetail, StoryComparison
@@ -264,6 +265,32 @@ def _events_html(rows: list[DiffRow]) -> str:
     return "".join(lines) + _more(len(rows))
 
 
+def _shown(row: DiffRow) -> Change:
+    """A diff row as the presenter tells it (where in the value's own shape, decoded),
+    for ``rendering.changes_table``; the stored change behind it is ``row.change``."""
+    change = row.change
+    return Change(change.primitive, change.key, row.path, row.kind, row.old, row.new)
+
+
+def _wrote_html(wrote: tuple[Wrote, ...]) -> str:
+    """What the tasks that made a step wrote: "node agent wrote channel messages: …"."""
+    lines = []
+    for item in wrote[:DIFF_ROWS]:
+        shown = (
+            "<br>".join(_said(part) for part in item.value)
+            if isinstance(item.value, list) and 0 < len(item.value) <= 20
+            else _said(item.value)
+        )
+        lines.append(f'<div style="{WRAP}">{escape(item.text)}: {shown}</div>')
+    return "".join(lines) + _more(len(wrote))
+
+
+def _said(value: Any) -> str:
+    """A decoded value as one escaped line: a message as "ai: ...", else its JSON."""
+    line = presenters.value_text(value)
+    return escape(line) if line is not None else f"<code>{value_text(value)}</code>"
+
+
 def _more(count: int) -> str:
     if count <= DIFF_ROWS:
         return ""
@@ -294,7 +321,7 @@ def detail_html(detail: StepDetail, *, show_hidden: bool, fork: Fork | None = No
         )
     if rows:
         table = rendering.changes_table(
-            (row.change, row.label, row.hidden) for row in rows[:DIFF_ROWS]
+            (_shown(row), row.label, row.hidden) for row in rows[:DIFF_ROWS]
         ) + _more(len(rows))
     elif events or hidden:
         table = "<div><i>no state changes</i></div>" if not hidden else ""
@@ -303,6 +330,7 @@ def detail_html(detail: StepDetail, *, show_hidden: bool, fork: Fork | None = No
     return (
         step_heading(step, fork)
         + (f"<div><b>added</b></div>{added}" if added else "")
+        + (f"<div><b>wrote</b></div>{_wrote_html(detail.wrote)}" if detail.wrote else "")
         + (f"<div><b>appended</b></div>{_events_html(events)}" if events else "")
         + f"<div><b>changed since {since}</b>: {plural(len(detail.rows), 'row')}{note}</div>"
         + table

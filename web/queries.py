@@ -13,7 +13,7 @@ from typing import Any
 import rewinddb
 from rewinddb import story
 from rewinddb.presenters import Fork, Presenter, presenter_for, to_dict
-from rewinddb.story import DiffRow, status_text
+from rewinddb.story import status_text
 
 from .urls import branch_url, event_url, key_url, step_url
 
@@ -233,7 +233,11 @@ def event_detail(
                 )
                 own = _own_changes(whole.changes, sequence, together)
                 diff = replace(whole, changes=own).to_dict()
-                _mark_bookkeeping(presenter_for(info), own, diff)
+                presenter = presenter_for(info)
+                _mark_bookkeeping(presenter, own, diff)
+                # The same changes as the presenter tells them (a step page's rows).
+                told = presenter.diff_rows(db, whole.a, whole.b, own)
+                diff["rows"] = [to_dict(row) for row in told]
         return {
             "branch": branch,
             "event": _event_row(branch, event),
@@ -342,13 +346,43 @@ def key_history(
             raise PageNotFound(f"{space} key {key!r} was never written on {branch!r}")
         # The extra version read says there are older ones.
         older = versions[-limit].entry.version if len(versions) > limit else None
+        shown = versions[-limit:]
+        base = versions[-limit - 1] if len(versions) > limit else None
+        told = story.key_story(db, branch, space, key, shown, base=base)
         return {
             "branch": branch,
             "space": space,
             "key": key,
-            "versions": [version.to_dict() for version in versions[-limit:]],
+            # What its presenter calls it ("channel notes of thread t"), or None.
+            "title": None if told is None else told.title,
+            "versions": [
+                _key_version(branch, version, told.versions[index] if told else None)
+                for index, version in enumerate(shown)
+            ],
             "older": older,
         }
+
+
+def _key_version(
+    branch: str, version: rewinddb.KeyVersion, told: story.KeyStep | None
+) -> dict[str, Any]:
+    """One version of a key: as stored (its entry and changes), and, where its presenter
+    tells it, its rows in the value's own shape and the step it was written at."""
+    row = version.to_dict()
+    if told is not None:
+        row["rows"] = [to_dict(shown) for shown in told.rows]
+        step = told.step
+        row["step"] = (
+            None
+            if step is None
+            else {
+                "number": step.number,
+                "label": step.label,
+                "version": step.version,
+                "url": step_url(branch, step.version),
+            }
+        )
+    return row
 
 
 def parse_point(db: rewinddb.Database, text: str) -> tuple[str, int | None]:
@@ -386,23 +420,25 @@ def compare(db: rewinddb.Database, a: str, b: str, *, readable: bool = False) ->
         told = story.compare_stories(db, (branch_a, version_a), (branch_b, version_b))
         split = told.events
         shown_from = max(split.common_prefix - 3, 0)  # a little shared context
-        rows = told.rows
-        if not readable:  # the values as stored, set apart as the comparison's rows are
-            raw = db.diff(branch_a, branch_b, as_of_a=version_a, as_of_b=version_b, events=False)
-            presenter = story.presenter_of(db, branch_b)
-            rows = tuple(
-                DiffRow(c, presenter.key_label(c.primitive, c.key), presenter.hidden(c))
-                for c in raw.changes
-            )
-        state_rows = [
-            {**row.change.to_dict(), "label": row.label, "hidden": row.hidden} for row in rows
-        ]
-        state = {
+        state: dict[str, Any] = {
             "a": {"branch": branch_a, "version": version_a},
             "b": {"branch": branch_b, "version": version_b},
-            "counts": _counts(state_rows),
-            "changes": state_rows,
+            # The rows as b's presenter tells them (a channel's value in its own shape),
+            # each with the stored change behind it.
+            "rows": list(told.rows),
         }
+        if not readable:  # the store's own diff too, values as stored
+            raw = db.diff(branch_a, branch_b, as_of_a=version_a, as_of_b=version_b, events=False)
+            presenter = story.presenter_of(db, branch_b)
+            changes = [
+                {
+                    **c.to_dict(),
+                    "label": presenter.key_label(c.primitive, c.key),
+                    "hidden": presenter.hidden(c),
+                }
+                for c in raw.changes
+            ]
+            state.update(counts=_counts(changes), changes=changes)
         return {
             "a": {"branch": branch_a, "version": version_a, "events": split.length_a},
             "b": {"branch": branch_b, "version": version_b, "events": split.length_b},
@@ -428,7 +464,8 @@ def compare_json(data: dict[str, Any]) -> dict[str, Any]:
     comparison.pop("rows")  # the diff says it
     for side, summary in (("a", told.a), ("b", told.b)):
         comparison[side]["status_text"] = status_text(summary)
-    return {**data, "comparison": comparison}
+    diff = {**data["diff"], "rows": [to_dict(row) for row in data["diff"]["rows"]]}
+    return {**data, "diff": diff, "comparison": comparison}
 
 
 def _log_rows(db: rewinddb.Database, branch: str, version: int, start: int) -> list[dict[str, Any]]:

@@ -114,6 +114,7 @@ def step_page(db: rewinddb.Database, branch: str, version: int) -> dict[str, Any
         "step": detail.step,
         "previous": detail.previous,
         "events": events,
+        "writes": detail.wrote,
         "shown": shown[:DIFF_ROWS],
         "shown_more": max(len(shown) - DIFF_ROWS, 0),
         "hidden": hidden[:DIFF_ROWS],

@@ -17,7 +17,10 @@ What it reads, and why it stays cheap on long threads:
 - which branch of a thread is current (the one LangGraph's ``get_state`` reads) is the
   saver's index record of the namespace: one or two reads;
 - a write whose value the saver kept as a channel value (a dict of many members: its
-  event names the key and version, ``value_at``) is read there only when it is shown.
+  event names the key and version, ``value_at``) is read there only when it is shown;
+- a diff (``diff_rows``) reads each changed channel's stored value at both points and
+  decodes only the items, members or value whose stored forms differ: a list that grew
+  by one message decodes that message alone.
 
 ``StepPage.total`` counts steps by LangGraph's step numbers (each checkpoint of a run is
 numbered one more than its parent; a thread starts at -1), so it costs one record; it
@@ -36,8 +39,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import rewinddb
+from rewinddb import jsonpath
 from rewinddb.presenters import (
+    ABSENT,
     STEPS_PAGE,
+    DiffRow,
     Fork,
     Interrupt,
     Message,
@@ -49,8 +55,12 @@ from rewinddb.presenters import (
     Summary,
     ToolCall,
     Transcript,
+    ValueChange,
+    Wrote,
     hidden_by_patterns,
+    shaped_path,
     short,
+    value_changes,
 )
 
 from . import _kept, _names
@@ -67,8 +77,7 @@ from .readable import (
 )
 
 if TYPE_CHECKING:
-    from rewinddb.diff import Change
-    from rewinddb.models import Event, EventItem, HistoryEntry
+    from rewinddb.models import Change, Event, EventItem, HistoryEntry, Point
 
 #: The channel a conversation lives in (``MessagesState``, ``create_react_agent``).
 MESSAGES = "messages"
@@ -177,6 +186,8 @@ class _Write:
     channel: str
     value: Any
     kept: _Kept | None = dataclass_field(default=None, compare=False)
+    branch: str = dataclass_field(default="", compare=False)
+    """The branch whose log holds the event."""
 
 
 class _TextRole:
@@ -280,6 +291,7 @@ def _write(event: Event, db: rewinddb.Database) -> _Write | None:
         channel,
         payload.get("value"),
         _Kept(db, event.branch, payload) if _kept.kept(payload) else None,
+        event.branch,
     )
 
 
@@ -1285,6 +1297,97 @@ class LangGraphPresenter(Presenter):
             return name in _INTERNAL_METADATA or name.startswith(("langgraph_", "__"))
         return hidden_by_patterns(change, _HIDDEN_KEYS)
 
+    # -- diffs as people read them -----------------------------------------------
+
+    def diff_rows(
+        self, db: rewinddb.Database, a: Point, b: Point, changes: Sequence[Change]
+    ) -> list[DiffRow]:
+        """A diff of a thread's branch in LangGraph's words: each channel's value as
+        LangGraph shows it (decoded), compared member by member and item by item
+        (``notes["tokyo"]``, ``messages[2]``; a first write is the value, not the
+        stored wrapper). Each row keeps the stored change it was read from; stored
+        changes no row tells (a channel's version, its stored form) stay rows of their
+        own, hidden."""
+        if _names.parse_branch(b.branch) is None:
+            return super().diff_rows(db, a, b, changes)
+        memo: dict[Any, Any] = {}
+        rows: list[DiffRow] = []
+        for (primitive, key), group in _by_key(changes).items():
+            if primitive == "kv" and self._told_as_channel(key, group):
+                try:
+                    old = db.at(a.branch).kv.get(key, default=ABSENT, as_of=a.version)
+                    new = db.at(b.branch).kv.get(key, default=ABSENT, as_of=b.version)
+                except rewinddb.RewindError:  # a point no longer readable: as stored
+                    rows += super().value_rows(primitive, key, ABSENT, ABSENT, group)
+                    continue
+                rows += _channel_rows(key, old, new, group, memo)
+            else:
+                rows += super().value_rows(primitive, key, ABSENT, ABSENT, group)
+        return rows
+
+    def value_rows(
+        self, primitive: str, key: str, old: Any, new: Any, changes: Sequence[Change]
+    ) -> list[DiffRow]:
+        """A channel's version (a key page's) as LangGraph shows it, as ``diff_rows``."""
+        if primitive == "kv" and self._told_as_channel(key, changes):
+            return _channel_rows(key, old, new, changes, {})
+        return super().value_rows(primitive, key, old, new, changes)
+
+    def _told_as_channel(self, key: str, changes: Sequence[Change]) -> bool:
+        """Whether ``key`` is a state channel (not LangGraph's routing or tasks) with a
+        change people read (not only its version)."""
+        if not key.startswith(_names.CHANNEL_PREFIX):
+            return False
+        if _bookkeeping(key[len(_names.CHANNEL_PREFIX) :]):
+            return False
+        return any(not self.hidden(change) for change in changes)
+
+    def wrote(self, db: rewinddb.Database, step: Step) -> tuple[Wrote, ...]:
+        """The pending writes of the tasks that made ``step`` (its parent checkpoint's
+        writes: what ran from it) to the state's channels, each as "node agent wrote
+        channel messages" with the value, decoded. None for a step no task made (the
+        input, an update, a copy) and for LangGraph's own channels (routing, tasks)."""
+        if _names.parse_branch(step.branch) is None or step.source in _NOT_RUN:
+            return super().wrote(db, step)
+        view = db.at(step.branch)
+        with db.read():
+            found = view.key_history("kv", _names.CHECKPOINT_KEY, limit=2, before=step.version + 1)
+            records = [record for item in found if (record := _record(item.entry)) is not None]
+            parent = records[-2] if len(records) > 1 else None
+            if parent is None or parent.id is None or records[-1].version != step.version:
+                return ()
+            ran = self._writes(db, parent, [records[-1]]).get(parent.id, [])
+            memo: dict[Any, Any] = {}
+            told = []
+            for write in ran:
+                if write.node is None or _bookkeeping(write.channel):
+                    continue
+                value, _ = _shown(write, memo)
+                who = "the input" if write.node == START else f"node {write.node}"
+                told.append(
+                    Wrote(
+                        f"{who} wrote channel {write.channel}",
+                        value,
+                        write.sequence,
+                        write.branch,
+                        write.node,
+                        write.channel,
+                    )
+                )
+        return tuple(told)
+
+    def key_title(self, db: rewinddb.Database, branch: str, primitive: str, key: str) -> str | None:
+        """A state channel's history is "channel notes of thread t" (of a subgraph: "of
+        subgraph t / ns")."""
+        parsed = _names.parse_branch(branch)
+        if parsed is None or primitive != "kv" or not key.startswith(_names.CHANNEL_PREFIX):
+            return None
+        channel = key[len(_names.CHANNEL_PREFIX) :]
+        if _bookkeeping(channel):
+            return None
+        kind = "subgraph" if parsed[1] else "thread"
+        return f"channel {channel} of {kind} {self._title(branch)}"
+
     def key_label(self, primitive: str, key: str) -> str:
         if primitive == "kv" and key.startswith(_names.CHANNEL_PREFIX):
             return key[len(_names.CHANNEL_PREFIX) :]
@@ -1293,6 +1396,179 @@ class LangGraphPresenter(Presenter):
         if primitive == "kv" and key.startswith(_names.WRITE_PREFIX):
             return "pending write to " + key.split("/", 2)[-1]
         return key
+
+
+def _by_key(changes: Iterable[Change]) -> dict[tuple[str, str], list[Change]]:
+    """``changes`` by (space, key), in the order the keys first come."""
+    grouped: dict[tuple[str, str], list[Change]] = {}
+    for change in changes:
+        grouped.setdefault((change.primitive, change.key), []).append(change)
+    return grouped
+
+
+class _Part(NamedTuple):
+    """One change of a channel's value as LangGraph shows it: ``change`` (where in the
+    value, the decoded old and new), where it is in the stored form (``stored``), and
+    the stored part that holds it (``anchor``: an item, a pair, the value)."""
+
+    change: ValueChange
+    stored: tuple[Any, ...]
+    anchor: tuple[Any, ...]
+
+
+def _shape(blob: Any) -> str | None:
+    """How the saver's codec stored a channel value (``list``, ``dict``, ``value``);
+    None when absent or not a form it writes."""
+    if not isinstance(blob, dict):
+        return None
+    kind = blob.get("type")
+    if kind == "list" and isinstance(blob.get("items"), list):
+        return "list"
+    if kind == "dict" and isinstance(blob.get("pairs"), list):
+        return "dict"
+    if kind == "value" and "value" in blob:
+        return "value"
+    return None
+
+
+def _member(stored: Any, plain: bool, memo: dict[Any, Any]) -> Any:
+    """A stored item, member or value decoded (as stored when the codec kept it plain)."""
+    if stored is ABSENT or plain:
+        return stored
+    return readable(stored, memo=memo)
+
+
+def _pairs(blob: dict[str, Any]) -> dict[str, tuple[int, Any]]:
+    """A stored dict's members by key, with their place among the pairs."""
+    found: dict[str, tuple[int, Any]] = {}
+    for index, pair in enumerate(blob["pairs"]):
+        if isinstance(pair, list) and len(pair) == 2:
+            found.setdefault(str(pair[0]), (index, pair[1]))
+    return found
+
+
+def _channel_parts(old: Any, new: Any, memo: dict[Any, Any]) -> list[_Part]:
+    """The changes from stored channel value ``old`` to ``new`` (either ``ABSENT``) as
+    LangGraph shows them. Items, members and values whose stored forms are equal are
+    skipped unread; the rest are decoded and compared structurally, so a list that grew
+    by one message decodes that message alone."""
+    shape = _shape(old)
+    if shape is None or shape != _shape(new):
+        shown_old = ABSENT if old is ABSENT else _channel_value(old, memo)
+        shown_new = ABSENT if new is ABSENT else _channel_value(new, memo)
+        return [_Part(change, (), ()) for change in value_changes(shown_old, shown_new)]
+    plain_old, plain_new = old.get("plain") is True, new.get("plain") is True
+    parts: list[_Part] = []
+
+    def compare(stored_old: Any, stored_new: Any, name: Any) -> list[ValueChange]:
+        if (
+            stored_old is not ABSENT
+            and stored_new is not ABSENT
+            and plain_old == plain_new
+            and stored_old == stored_new
+            and as_text(stored_old) == as_text(stored_new)
+        ):
+            return []
+        shown_old = _member(stored_old, plain_old, memo)
+        shown_new = _member(stored_new, plain_new, memo)
+        return value_changes(shown_old, shown_new, () if name is ABSENT else (name,))
+
+    if shape == "list":
+        items_old, items_new = old["items"], new["items"]
+        for index in range(max(len(items_old), len(items_new))):
+            before = items_old[index] if index < len(items_old) else ABSENT
+            after = items_new[index] if index < len(items_new) else ABSENT
+            for change in compare(before, after, index):
+                stored = ("items", index, *change.steps[1:])
+                parts.append(_Part(change, stored, ("items", index)))
+    elif shape == "dict":
+        pairs_old, pairs_new = _pairs(old), _pairs(new)
+        for name in [*pairs_new, *(name for name in pairs_old if name not in pairs_new)]:
+            at_old, before = pairs_old.get(name, (None, ABSENT))
+            at_new, after = pairs_new.get(name, (None, ABSENT))
+            place = at_new if at_new is not None else at_old
+            for change in compare(before, after, name):
+                anchor: tuple[Any, ...] = ("pairs", place)
+                stored = anchor  # added, removed, or moved among the pairs
+                if at_old == at_new:
+                    stored = (*anchor, 1, *change.steps[1:])
+                parts.append(_Part(change, stored, anchor))
+    else:
+        for change in compare(old["value"], new["value"], ABSENT):
+            parts.append(_Part(change, ("value", *change.steps), ("value",)))
+    return parts
+
+
+def _stored_part(blob: Any, tokens: tuple[Any, ...]) -> Any:
+    """The part of a stored value at ``tokens`` (``ABSENT`` where there is none)."""
+    for token in tokens:
+        if isinstance(token, int):
+            if not isinstance(blob, list) or token >= len(blob):
+                return ABSENT
+        elif not isinstance(blob, dict) or token not in blob:
+            return ABSENT
+        blob = blob[token]
+    return blob
+
+
+def _channel_rows(
+    key: str, old: Any, new: Any, changes: Sequence[Change], memo: dict[Any, Any]
+) -> list[DiffRow]:
+    """A channel's rows (see ``LangGraphPresenter.diff_rows``): each of ``_channel_parts``
+    with the stored change at its place in the stored form (else the nearest one that
+    holds it, else a change of the stored part that holds it), then the stored changes
+    no row tells, hidden."""
+    channel = key[len(_names.CHANNEL_PREFIX) :]
+    by_path = {change.path: change for change in changes}
+    told: set[str] = set()
+    rows: list[DiffRow] = []
+    for part in _channel_parts(old, new, memo):
+        behind = None
+        for length in range(len(part.stored), -1, -1):
+            path = jsonpath.format_path(part.stored[:length])
+            if path in by_path:
+                behind = by_path[path]
+                told.add(path)
+                break
+        if behind is None:
+            behind = _anchor_change(key, old, new, part.anchor, memo)
+        shown = part.change
+        rows.append(
+            DiffRow(
+                behind,
+                channel,
+                False,
+                shaped_path(channel, shown.steps),
+                shown.kind,
+                shown.old,
+                shown.new,
+            )
+        )
+    for change in changes:
+        if change.path not in told:
+            rows.append(DiffRow.of(change, channel, True))
+    return rows
+
+
+def _anchor_change(
+    key: str, old: Any, new: Any, anchor: tuple[Any, ...], memo: dict[Any, Any]
+) -> Change:
+    """The change of the stored part at ``anchor`` (a pair that moved among the pairs:
+    the store's own diff of it is of its key and member apart)."""
+    before, after = _stored_part(old, anchor), _stored_part(new, anchor)
+    plain_old = isinstance(old, dict) and old.get("plain") is True
+    plain_new = isinstance(new, dict) and new.get("plain") is True
+    kind: Literal["added", "removed", "changed"] = (
+        "added" if before is ABSENT else "removed" if after is ABSENT else "changed"
+    )
+    return rewinddb.Change(
+        "kv",
+        key,
+        jsonpath.format_path(anchor),
+        kind,
+        None if before is ABSENT else _member(before, plain_old, memo),
+        None if after is ABSENT else _member(after, plain_new, memo),
+    )
 
 
 def _check_count(value: Any, what: str, *, minimum: int = 0) -> None:
