@@ -62,7 +62,6 @@ import heapq
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import IO, Any
 
 import orjson
@@ -112,7 +111,7 @@ _HORIZON_FIELDS = (
     "event_hash",
 )
 _HEX64 = re.compile("[0-9a-f]{64}")
-#: The names older rewinddbs gave placeholders (``_left_out_name``).
+#: The names older rewinddbs gave placeholders (``_placeholder_name``).
 _OLDER_PLACEHOLDER = re.compile(r"\(not exported: (branch|merged at version) [0-9]+\)")
 #: Each space and whether it stores raw bytes (as its API's writes allow).
 _SPACES = {space.space: space.allows_bytes for space in (KV, Documents, State)}
@@ -123,16 +122,23 @@ class TransferCounts:
     """How many records of each type were exported or imported."""
 
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_SECTIONS, 0))
+    #: The live branches.
     branches: list[str] = field(default_factory=list)
+    #: Of the branch records, the placeholders (``"left_out"``) of branches a partial
+    #: export left out that its history still names.
+    stand_ins: int = 0
 
     def __str__(self) -> str:
-        # Branch records: the live ones (what ``branches.list()`` shows), then the deleted.
+        # Branch records: the live ones (what ``branches.list()`` shows), the deleted,
+        # then the stand-ins of branches a partial export left out.
         counts = {"branch": len(self.branches), "deleted": self.counts["branch"]}
-        counts["deleted"] -= counts["branch"]
+        counts["deleted"] -= counts["branch"] + self.stand_ins
+        counts["stand_in"] = self.stand_ins
         counts.update((kind, n) for kind, n in self.counts.items() if kind != "branch")
         names = {
             "branch": "branches",
             "deleted": "deleted branches",
+            "stand_in": "stand-ins of left-out branches",
             "horizon": "horizons",
             "array": "arrays",
             "items": "array chunks",
@@ -168,6 +174,12 @@ def export_jsonl(
         raise RewindError(
             f"branches is a list of branch names, not {branches!r}", code="invalid.branches"
         )
+    if branches is not None and not branches:
+        raise RewindError(
+            "branches=[] names no branch to export: name at least one (the export holds "
+            "them with their ancestors), or leave branches out to export everything",
+            code="invalid.branches",
+        )
     try:
         out.write(b"")
     except (TypeError, AttributeError):
@@ -181,8 +193,14 @@ def export_jsonl(
         marks = ",".join("?" * len(ids))
         params = tuple(sorted(ids))
         result = TransferCounts()
+        exported_at = now_micros()
         dropped = _dropped_merges(engine, marks, params)
-        left_out = _left_out(engine, ids, marks, params) if branches is not None else _LeftOut()
+        left_out = (
+            _left_out(engine, ids, marks, params, exported_at)
+            if branches is not None
+            else _LeftOut()
+        )
+        result.stand_ins = len(left_out.records) + len(dropped)
         if progress is not None:
             progress.total = sum(
                 conn.fetchone(f"SELECT count(*) FROM {table} WHERE branch_id IN ({marks})", params)[
@@ -206,7 +224,7 @@ def export_jsonl(
                     "schema": SCHEMA_VERSION,
                     "clock": engine.clock(),
                     "merge_sources": MERGE_SOURCES_KEPT,
-                    "exported_at": datetime.now(timezone.utc).isoformat(),
+                    "exported_at": from_micros(exported_at).isoformat(),
                 }
             )
         )
@@ -363,7 +381,9 @@ class _LeftOut:
     links: list[tuple[Any, ...]] = field(default_factory=list)
 
 
-def _left_out(engine: Engine, ids: set[int], marks: str, params: tuple[int, ...]) -> _LeftOut:
+def _left_out(
+    engine: Engine, ids: set[int], marks: str, params: tuple[int, ...], exported_at: int
+) -> _LeftOut:
     """The branches an export leaves out that the exported histories still hold through
     merges, as the original would keep them if it purged every branch the export leaves
     out (``erasure.purge_deleted``): each as a purged branch, none of its rows, and its
@@ -385,7 +405,8 @@ def _left_out(engine: Engine, ids: set[int], marks: str, params: tuple[int, ...]
     too), so the copy walks its lineage as the original does; where retention cut an
     exported parent's history after the fork point (a rewinddb that did not keep what
     deleted forks read), it forks from the nearest step below whose history is kept
-    there."""
+    there. Each is made when the branch was, and deleted when it was or, if it is live,
+    at ``exported_at``."""
     conn = engine.conn
     held: dict[int, int] = {}  # left-out branch id -> the newest version a walk holds
     found = _LeftOut()
@@ -426,7 +447,11 @@ def _left_out(engine: Engine, ids: set[int], marks: str, params: tuple[int, ...]
             if step in placed or (step in ids and _keeps(engine, step, cap)):
                 parent, forked_at = step, cap
                 break
-        found.records.append(_placeholder_record(branch_id, parent, forked_at, 0, 0))
+        # Made when the branch was; deleted when it was, or, for the copy, by this export.
+        deleted_at = exported_at if record.deleted_at is None else record.deleted_at
+        found.records.append(
+            _placeholder_record(branch_id, parent, forked_at, record.created_at, deleted_at)
+        )
         placed.add(branch_id)
     return found
 
@@ -480,11 +505,11 @@ def _placeholder_record(
     branch_id: int, parent: int | None, forked_at: int, created_at: int, deleted_at: int
 ) -> dict[str, Any]:
     """The branch record of a placeholder: a deleted branch with none of its history,
-    named by the rule of placeholders (``_left_out_name``)."""
+    named by the rule of placeholders (``_placeholder_name``)."""
     return {
         "type": "branch",
         "id": branch_id,
-        "name": _left_out_name(branch_id),
+        "name": _placeholder_name(branch_id),
         "parent": parent,
         "forked_at": forked_at,
         "created_at": created_at,
@@ -493,7 +518,7 @@ def _placeholder_record(
     }
 
 
-def _left_out_name(branch_id: int) -> str:
+def _placeholder_name(branch_id: int) -> str:
     """What a placeholder is called: the name of a purged branch (``erasure.purged``),
     since that is what it is, a branch whose history is not in this database. A merge
     whose base is on it is then refused where its rows would be read there
@@ -691,16 +716,17 @@ class _Importer:
     ) -> int:
         """Insert a placeholder's branch row (a deleted branch with none of its history)
         under the file's id where it is free (0: a new id), named by the rule of
-        placeholders for its id here (``_left_out_name``); returns its id."""
+        placeholders for its id here (``_placeholder_name``); returns its id."""
         new_id = self.insert_keeping_id(
             "rewind_branches",
             old_id if 0 < old_id < 2**62 else 0,
             "name, parent_id, forked_at, created_at, deleted_at",
-            (_left_out_name(old_id), parent, forked_at, created_at, deleted_at),
+            (_placeholder_name(old_id), parent, forked_at, created_at, deleted_at),
         )
         if new_id != old_id:
             self.engine.conn.execute(
-                "UPDATE rewind_branches SET name = ? WHERE id = ?", (_left_out_name(new_id), new_id)
+                "UPDATE rewind_branches SET name = ? WHERE id = ?",
+                (_placeholder_name(new_id), new_id),
             )
         return new_id
 
@@ -733,7 +759,13 @@ class _Importer:
                 f"(this rewinddb reads {' and '.join(map(str, _READS))})"
             )
         self.clock = self.integer(record, "clock")
-        self.merge_sources_kept = record.get("merge_sources") == MERGE_SOURCES_KEPT
+        if "merge_sources" in record:  # (absent: an older export, ``repair_merges``)
+            if record["merge_sources"] != MERGE_SOURCES_KEPT:
+                raise self.fail(
+                    f"'merge_sources' must be {MERGE_SOURCES_KEPT!r} (every merge names its "
+                    f"source) or absent (an older export), not {record['merge_sources']!r}"
+                )
+            self.merge_sources_kept = True
 
     def apply(self, record: dict[str, Any]) -> None:
         kind = record.get("type")
@@ -786,6 +818,7 @@ class _Importer:
         renamed = deleted_at is not None and (
             left_out or _OLDER_PLACEHOLDER.fullmatch(name) is not None
         )
+        self.result.stand_ins += renamed
         if parent is None and deleted_at is not None:
             # A placeholder an earlier partial import made for an event's first branch or
             # a merge whose source an older export dropped, or one a partial export made
@@ -836,8 +869,8 @@ class _Importer:
         new_id = self.branches[old_id]
         if renamed:
             self.left_out.add(new_id)
-            if name != _left_out_name(new_id):
-                name = _left_out_name(new_id)
+            if name != _placeholder_name(new_id):
+                name = _placeholder_name(new_id)
                 conn.execute("UPDATE rewind_branches SET name = ? WHERE id = ?", (name, new_id))
         self.fork_points[new_id] = forked_at
         if deleted_at is not None:
@@ -1000,7 +1033,7 @@ class _Importer:
         merge_id = None
         if merge is not None:
             # (a placeholder, too: a database made by an import of an older partial export
-            # holds one for each merge whose source that export dropped: ``keep_merges``)
+            # holds one for each merge whose source that export dropped: ``repair_merges``)
             known = not isinstance(merge, bool) and merge in self.placeholders
             merge_id = self.placeholders[merge] if known else self.branch_id(merge)
         if merge_id == branch_id:
@@ -1149,7 +1182,7 @@ class _Importer:
                 f"broken hash chain: event {sequence} of branch {record.name!r} does not "
                 "follow the events before it (edited, missing or reordered)"
             )
-        origin = self._origin(r.get("origin"), erased)
+        origin = self._origin(r.get("origin"), ts, erased)
         if erased is not None and erased < version and origin[0] is None:
             raise self.fail(
                 f"event {sequence} is erased at version {erased}, before it was appended "
@@ -1196,7 +1229,9 @@ class _Importer:
                 return kept.first_event - 1, kept.event_hash
         return None
 
-    def _origin(self, origin: Any, erased: int | None = None) -> tuple[int | None, int | None]:
+    def _origin(
+        self, origin: Any, ts: int, erased: int | None = None
+    ) -> tuple[int | None, int | None]:
         """The event a carried event copies, in this database's branch ids. The branch it
         was first appended to may be outside a partial export: it then gets a placeholder
         (a deleted branch), so copies of one event still know they are one event. A purged
@@ -1229,21 +1264,15 @@ class _Importer:
             return self.branches[old], sequence
         placeholder = self.placeholders.get(old)
         if placeholder is None:
-            placeholder = self.placeholders[old] = self.insert_placeholder(old, None, 0, 0, 0)
+            placeholder = self.placeholders[old] = self.insert_placeholder(old, None, 0, ts, ts)
         return placeholder, sequence
 
-    def keep_merges(self) -> None:
+    def refuse_rowless(self) -> None:
         """Every commit writes an entry or an event of its branch, or is a merge: the
         store finds a branch's newest commit through those rows (``_clock.previous_hash``,
-        and retention's walks), so a commit that is neither is refused. An export of an
-        older rewinddb left out the source of a merge from a branch it did not export
-        (``merge_branch`` null): such a commit that wrote nothing can only be one of
-        those merges, and it keeps its link to a placeholder of its own (a deleted branch
-        with no history, merged at the version before the merge, as a merge records its
-        source), since the file does not say which branch it was."""
-        if not self.rowless:
-            return
-        if self.merge_sources_kept:
+        and retention's walks), so in a file whose merges all name their source
+        (``merge_sources``) a commit that is neither was edited or lost its rows."""
+        if self.rowless:
             version, line = min(self.rowless.items())
             raise self.fail(
                 f"commit {version} of branch {self.names[self.commits[version]]!r} writes "
@@ -1251,9 +1280,18 @@ class _Importer:
                 "merges a branch): the file was edited or is incomplete",
                 line=line,
             )
+
+    def repair_merges(self) -> None:
+        """An export of an older rewinddb left out the source of a merge from a branch it
+        did not export (``merge_branch`` null): in such a file a commit that wrote nothing
+        can only be one of those merges. Each keeps its link to a placeholder of its own
+        (``insert_placeholder``, at the merge's time), merged at the version before it, as
+        a merge records its source, since the file does not say which branch it was; so
+        every commit writes a row or is a merge here too (``refuse_rowless``)."""
         conn = self.engine.conn
         for version in sorted(self.rowless):
-            placeholder = self.insert_placeholder(0, None, 0, 0, 0)
+            ts = self.stamps[version]
+            placeholder = self.insert_placeholder(0, None, 0, ts, ts)
             conn.execute(
                 "UPDATE rewind_commits SET merge_branch_id = ?, merge_version = ? "
                 "WHERE version = ?",
@@ -1291,7 +1329,10 @@ class _Importer:
                 "UPDATE rewind_horizons SET rows_hash = ? WHERE branch_id = ?",
                 (rows_hash(conn.fetchall(BASE_ROWS, (branch_id, kept.kept_from))), branch_id),
             )
-        self.keep_merges()
+        if self.merge_sources_kept:
+            self.refuse_rowless()
+        else:
+            self.repair_merges()
         if self.clock > max(self.commits, default=0):
             conn.execute(
                 "INSERT INTO rewind_meta (key, value) VALUES ('clock_floor', ?)",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import random
 from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import rewinddb
 from rewinddb import _commit_hash
 from rewinddb.cli import main
 from rewinddb.erasure import purge_deleted, purged
+from rewinddb.models import from_micros
 from rewinddb.web import create_app
 
 from .conftest import BACKENDS, Refused
@@ -71,23 +73,23 @@ def _skip_merge(db: rewinddb.Database) -> int:
 
 
 def _as_an_older_export(data: bytes) -> bytes:
-    """The file an export before this fix wrote: no stand-in branch records, the merges
-    from them with merge_branch and merge_version null, no merge_sources in the header
-    (checked against that exporter's code when this was written)."""
+    """The file an export before merge sources were kept wrote: no stand-in branch
+    records (nor their links), the merges from them with merge_branch and merge_version
+    null, no merge_sources in the header (checked against that exporter's code when this
+    was written)."""
     records = _records(data)
-    stand_ins = {
-        r["id"] for r in records if r["type"] == "branch" and r["name"].startswith(STAND_IN)
-    }
+    stand_ins = {r["id"] for r in records if r["type"] == "branch" and r.get("left_out")}
     older = []
     for record in records:
         if record["type"] == "header":
             record.pop("merge_sources", None)
-        elif record["type"] == "branch" and record["id"] in stand_ins:
-            continue
+        elif record.get("id" if record["type"] == "branch" else "branch") in stand_ins:
+            continue  # a stand-in, or a link
         elif record["type"] == "commit" and record["merge_branch"] in stand_ins:
             record["merge_branch"] = record["merge_version"] = None
         elif record["type"] == "end":
             record["counts"]["branch"] -= len(stand_ins)
+            record["counts"]["commit"] = sum(1 for r in older if r["type"] == "commit")
         older.append(record)
     return _file(older)
 
@@ -448,12 +450,14 @@ def test_verify_names_a_commit_that_writes_nothing_as_the_cause(
 
 
 def _as_first_kept_export(data: bytes) -> bytes:
-    """The file the first exporter that kept merge sources wrote: its stand-ins named
-    ``(not exported: branch N)``, an older name for placeholders."""
+    """The file the first exporter that kept merge sources wrote (for histories without
+    links): its stand-ins named ``(not exported: branch N)``, an older name for
+    placeholders, made and deleted at 0, not marked "left_out"."""
     records = _records(data)
     for record in records:
-        if record["type"] == "branch" and record["name"].startswith(STAND_IN):
+        if record["type"] == "branch" and record.pop("left_out", False):
             record["name"] = f"(not exported: branch {record['id']})"
+            record["created_at"] = record["deleted_at"] = 0
     return _file(records)
 
 
@@ -734,3 +738,118 @@ def test_a_horizon_above_a_fork_that_reads_none_of_its_branch_imports(
         reads = _reads(copy)
         assert {k: v for k, v in reads.items() if k[0] != "c"} == expected
         assert copy.at("c").snapshot()["kv"] == {"k": 0}  # default's at the fork point
+
+
+# -- the header, placeholders' times, the summary, an empty list --------------------------
+
+
+@pytest.mark.parametrize("value", ["dropped", "", None, True, 1, ["kept"], {"kept": 1}])
+def test_merge_sources_is_kept_or_absent(targets: Callable[[], Any], value: Any) -> None:
+    """Only a missing field means an older export (whose merges may name no source);
+    any other value than "kept" is refused, not read as one."""
+    with rewinddb.open(targets()) as src:
+        _skip_merge(src)
+        records = _records(_as_an_older_export(_export(src, branches=["t"])))
+    records[0]["merge_sources"] = value
+    with rewinddb.open(targets()) as copy:
+        with pytest.raises(rewinddb.ImportFormatError) as info:
+            copy.import_jsonl(io.BytesIO(_file(records)))
+        assert info.value.code == "invalid.import" and info.value.details["line"] == 1
+        assert "'merge_sources' must be 'kept'" in info.value.message
+        assert copy.version == 0 and copy.branches.names() == ["default"]
+
+
+def test_placeholders_are_made_and_deleted_at_times_of_their_history(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stand-in is made when its branch was, and deleted when it was or, live, when
+    the export was made; a placeholder the importer makes is timed as the merge or the
+    event that names it. The CLI said 'deleted at 1970-01-01'."""
+    with rewinddb.open(tmp_path / "src") as src:
+        merged = _skip_merge(src)
+        src.branches.fork("default", "gone")
+        src.at("gone").kv.put("g", 1)
+        src.branches.merge("gone", "t")
+        src.branches.delete("gone")
+        made = dict(src._engine.conn.fetchall("SELECT name, created_at FROM rewind_branches"))
+        deleted = src._engine.conn.fetchone(
+            "SELECT deleted_at FROM rewind_branches WHERE name = 'gone'"
+        )[0]
+        before = datetime.now(timezone.utc)
+        data = _export(src, branches=["t"])
+        after = datetime.now(timezone.utc)
+        merge_time = next(c.timestamp for c in src.commits() if c.version == merged)
+    stand_ins = {r["id"]: r for r in _records(data) if r.get("left_out")}
+    side, gone = stand_ins[3], stand_ins[4]
+    assert side["created_at"] == made["side"]
+    assert before <= from_micros(side["deleted_at"]) <= after
+    assert (gone["created_at"], gone["deleted_at"]) == (made["gone"], deleted)
+    with rewinddb.open(tmp_path / "copy") as copy:
+        copy.import_jsonl(io.BytesIO(data))
+    assert main(["show", str(tmp_path / "copy"), "--branch", "~purged/3"]) == 1
+    said = capsys.readouterr().err
+    assert (
+        "1970" not in said and f"deleted at {from_micros(side['deleted_at']).isoformat()}" in said
+    )
+    with rewinddb.open(tmp_path / "older") as older:  # a placeholder the importer makes
+        older.import_jsonl(io.BytesIO(_as_an_older_export(data)))
+        row = older._engine.conn.fetchone(
+            "SELECT b.created_at, b.deleted_at FROM rewind_commits c JOIN rewind_branches b "
+            "ON b.id = c.merge_branch_id WHERE c.version = ?",
+            (merged,),
+        )
+        assert [from_micros(t) for t in row] == [merge_time, merge_time]
+
+
+def test_the_summaries_count_stand_ins_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """They said '1 deleted branches' of a branch nobody deleted."""
+    with rewinddb.open(tmp_path / "src") as src:
+        _skip_merge(src)
+        out = io.BytesIO()
+        counts = src.export_jsonl(out, branches=["t"])
+    assert (counts.branches, counts.stand_ins, counts.counts["branch"]) == (["default", "t"], 1, 3)
+    assert str(counts).startswith("2 branches, 1 stand-ins of left-out branches, 3 commits")
+    assert "deleted" not in str(counts)
+    with rewinddb.open(tmp_path / "copy") as copy:
+        assert str(copy.import_jsonl(io.BytesIO(out.getvalue()))) == str(counts)
+    with rewinddb.open(tmp_path / "older") as older:  # the older names count as stand-ins
+        counts = older.import_jsonl(io.BytesIO(_as_first_kept_export(out.getvalue())))
+        assert "1 stand-ins of left-out branches" in str(counts) and "deleted" not in str(counts)
+    exported = tmp_path / "t.jsonl"
+    assert main(["export", str(tmp_path / "src"), "--branch", "t", "-o", str(exported)]) == 0
+    assert main(["import", str(tmp_path / "cli"), str(exported)]) == 0
+    said = capsys.readouterr()
+    assert "1 stand-ins of left-out branches" in said.out + said.err
+    assert "deleted branches" not in said.out + said.err
+
+
+def test_an_empty_list_of_branches_is_refused(targets: Callable[[], Any]) -> None:
+    """branches=[] named nothing to export: SQLite wrote a file with no branch at all,
+    PostgreSQL failed with a storage error (a syntax error at 'IN ()')."""
+    with rewinddb.open(targets()) as src:
+        src.kv.put("k", 1)
+        out = io.BytesIO()
+        with pytest.raises(rewinddb.RewindError) as info:
+            src.export_jsonl(out, branches=[])
+        assert info.value.code == "invalid.branches" and out.getvalue() == b""
+
+
+def test_an_event_origins_placeholder_is_timed_as_the_event(targets: Callable[[], Any]) -> None:
+    with rewinddb.open(targets()) as src:
+        src.branches.fork("default", "t")
+        src.branches.fork("default", "side")
+        src.at("side").events.append("note", {})
+        merged = src.branches.merge("side", "t", events="append").version
+        older = _as_an_older_export(_export(src, branches=["t"]))  # (no stand-in in it)
+    with rewinddb.open(targets()) as copy:
+        copy.import_jsonl(io.BytesIO(older))
+        [event] = copy.at("t").events.list()
+        row = copy._engine.conn.fetchone(
+            "SELECT b.name, b.created_at, b.deleted_at FROM rewind_events e JOIN "
+            "rewind_branches b ON b.id = e.origin_branch_id WHERE e.version = ?",
+            (merged,),
+        )
+        assert row[0].startswith(STAND_IN)
+        assert [from_micros(t) for t in row[1:]] == [event.event.timestamp] * 2
