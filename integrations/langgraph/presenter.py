@@ -367,7 +367,9 @@ class LangGraphPresenter(Presenter):
         empty) and its last answer as of ``as_of`` (None: now), from its newest
         checkpoint and newest events then. Of a thread (or subgraph) that has forks,
         ``current`` names the branch LangGraph's ``get_state`` continues on now (the one
-        that holds the newest checkpoint)."""
+        that holds the newest checkpoint). A branch the saver keeps only because a copy
+        of its thread still reads it (``held/`` in the saver's index: its thread deleted
+        or pruned it) is no attempt of a thread LangGraph has: it is internal."""
         if branch.name == _names.INDEX_BRANCH:
             return Summary(
                 branch.name, self.name, "internal", "LangGraph saver index", "open", internal=True
@@ -381,12 +383,20 @@ class LangGraphPresenter(Presenter):
         with db.read():
             fork = self.fork(db, branch)
             told = self._told(db, branch.name, branch.events, as_of)
+            held = self._held(db, branch.name)
             current = None
-            if as_of is None and self._forked(db, thread_id, namespace, branch.name):
+            if not held and as_of is None and self._forked(db, thread_id, namespace, branch.name):
                 current = self._current(db, thread_id, namespace)
             if told is None:
                 return Summary(
-                    branch.name, self.name, kind, title, "empty", fork=fork, current=current
+                    branch.name,
+                    self.name,
+                    kind,
+                    title,
+                    "empty",
+                    internal=held,
+                    fork=fork,
+                    current=current,
                 )
         status, waiting, outcome = told
         return Summary(
@@ -397,9 +407,16 @@ class LangGraphPresenter(Presenter):
             status,
             None if outcome is None else short(outcome),
             waiting,
+            internal=held,
             fork=fork,
             current=current,
         )
+
+    def _held(self, db: rewinddb.Database, branch: str) -> bool:
+        """Whether the saver keeps ``branch`` only for the copies that read it."""
+        if not db.branches.exists(_names.INDEX_BRANCH):
+            return False
+        return bool(db.at(_names.INDEX_BRANCH).kv.get(_names.held_key(branch)))
 
     def _told(
         self, db: rewinddb.Database, branch: str, events: int, as_of: int | None
@@ -549,26 +566,60 @@ class LangGraphPresenter(Presenter):
         return None
 
     def fork(self, db: rewinddb.Database, branch: rewinddb.Branch) -> Fork | None:
-        """An ``lg/...~`` branch as the edit, replay or copy of its parent's step."""
+        """An ``lg/...~`` branch as the edit, replay or copy of its parent's step.
+
+        A branch of one thread forked from another's is a copy (``copy_thread``: "copy
+        of t at step 7", each fork of the thread copied as its own branch: "copy of
+        t~1f2e3d4c at step 6") when the copy's index puts the checkpoint it forked at on
+        it; otherwise it is time travel in the copy from a checkpoint the copy reads on
+        the source's branch, told from the copy's branch that holds that checkpoint
+        ("replay from step 1 of t2")."""
         if branch.parent is None or not branch.parent.startswith(_names.PREFIX):
             return None
-        parent = self._title(branch.parent)
+        parent_branch = branch.parent
         at = db.at(branch.parent).kv.history(_names.CHECKPOINT_KEY, as_of=branch.forked_at, limit=1)
         point = _record(at[-1]) if at else None
         if point is None:
+            parent = self._title(parent_branch)
             return Fork(branch.parent, branch.forked_at, "fork", f"fork of {parent}")
+        mine, theirs = _names.parse_branch(branch.name), _names.parse_branch(branch.parent)
+        copied = mine is not None and theirs is not None and mine[0] != theirs[0]
+        if copied and mine is not None and point.id is not None:
+            holder = self._holder(db, mine[0], mine[1], point.id)
+            if holder is not None and holder != branch.name:  # time travel in the copy
+                copied, parent_branch = False, self._copy_of(db, holder, mine[0], mine[1])
+        parent = self._title(parent_branch)
         first = self._first_own(db, branch)
         source = first.source if first else None
         step = point.number
         kind: Literal["edit", "replay", "fork"] = "replay"
         label = f"replay from step {step} of {parent}"
-        if "~" not in branch.name:  # copy_thread: a new thread reading this one's history
+        if copied:  # copy_thread: a new thread reading this one's history
             kind, label = "fork", f"copy of {parent} at step {step}"
         elif source == "update":
             kind, label = "edit", f"edit of step {step} of {parent}"
         elif source == "fork" and first is not None and first == self._newest(db.at(branch.name)):
             kind, label = "fork", f"fork of step {step} of {parent}"  # a copy, not run yet
-        return Fork(branch.parent, branch.forked_at, kind, label, step=point.version)
+        return Fork(parent_branch, branch.forked_at, kind, label, step=point.version)
+
+    def _copy_of(self, db: rewinddb.Database, source: str, thread_id: str, namespace: str) -> str:
+        """The branch of thread ``thread_id`` that copies ``source`` (``copy_thread``
+        names it from the thread's own names), or ``source`` when there is none."""
+        copy = _names.copy_branch(source, thread_id, namespace)
+        if db.branches.exists(copy) and db.branches.get(copy).parent == source:
+            return copy
+        return source
+
+    def _holder(
+        self, db: rewinddb.Database, thread_id: str, namespace: str, checkpoint_id: str
+    ) -> str | None:
+        """The live branch the saver's index puts a thread's checkpoint on, if any."""
+        if not db.branches.exists(_names.INDEX_BRANCH):
+            return None
+        key = _names.checkpoint_key(thread_id, namespace, checkpoint_id)
+        entry = db.at(_names.INDEX_BRANCH).kv.get(key)
+        found = entry.get("branch") if isinstance(entry, dict) else None
+        return found if isinstance(found, str) and db.branches.exists(found) else None
 
     def _title(self, name: str) -> str:
         parsed = _names.parse_branch(name)

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from chat_graphs import thread
 from langchain_core.messages import AIMessage
-from langgraph.graph import START, StateGraph, add_messages
+from langgraph.graph import START, MessagesState, StateGraph, add_messages
 from typing_extensions import TypedDict
 
 import rewinddb
@@ -238,3 +238,97 @@ def test_a_plain_branchs_rows_are_the_stored_changes(db: rewinddb.Database) -> N
     ]
     assert detail.rows[0] == presenters.DiffRow.of(detail.rows[0].change, "doc", False)
     assert detail.wrote == ()
+
+
+# -- a copied thread, once its source is deleted -----------------------------------------
+
+
+def _echo_graph(saver: RewindSaver) -> Any:
+    def bot(state: MessagesState) -> dict:
+        return {"messages": [AIMessage("echo " + state["messages"][-1].content)]}
+
+    return (
+        StateGraph(MessagesState)
+        .add_node("bot", bot)
+        .add_edge(START, "bot")
+        .compile(checkpointer=saver)
+    )
+
+
+def _attempts(db: rewinddb.Database, **kwargs: Any) -> dict[str, presenters.Summary]:
+    return {a.branch.name: a.summary for a in story.attempts(db, **kwargs)}
+
+
+def test_a_deleted_thread_is_no_attempt_and_its_copys_forks_are_copies(
+    db: rewinddb.Database, tmp_path: Any, capsys: Any
+) -> None:
+    """The trial: thread t with a replay and an edit, copied to t2, then deleted. To
+    LangGraph there is no thread t; the saver keeps t's branches while t2 reads them
+    (``held/``), and the explorer lists them no more (internal, on ``all``). t2's
+    branches are copies of t's: "copy of t~... at step N", not replays."""
+    saver = RewindSaver(db)
+    graph = _echo_graph(saver)
+    for text in ("one", "two", "three"):
+        graph.invoke({"messages": [("user", text)]}, thread("t"))
+    history = list(graph.get_state_history(thread("t")))
+    graph.invoke({"messages": [("user", "fork")]}, history[4].config)
+    graph.update_state(history[7].config, {"messages": [("user", "edit")]})
+    before = _attempts(db)
+    forks = sorted(name for name in before if name.startswith("lg/t~"))
+    assert len(forks) == 2
+    saver.copy_thread("t", "t2")
+    saver.delete_thread("t")
+    assert list(graph.get_state_history(thread("t"))) == []
+    copied = list(graph.get_state_history(thread("t2")))
+    assert copied
+    shown = _attempts(db)
+    assert sorted(shown) == sorted(["lg/t2", *(f"lg/t2~{f.split('~')[1]}" for f in forks)])
+    assert {s.title for s in shown.values()} == {"t2", *(f"t2~{f.split('~')[1]}" for f in forks)}
+    every = _attempts(db, include_internal=True)
+    for name in ("lg/t", *forks):
+        assert every[name].internal and every[name].current is None, name
+    assert shown["lg/t2"].fork is not None
+    assert shown["lg/t2"].fork.label == f"copy of t at step {history[0].metadata['step']}"
+    for fork in forks:
+        suffix = fork.split("~")[1]
+        told = shown[f"lg/t2~{suffix}"].fork
+        assert told is not None and told.kind == "fork"
+        assert told.label.startswith(f"copy of t~{suffix} at step "), told.label
+        assert told.parent == fork
+    # The copy continues where LangGraph's get_state("t2") does: on the edit's copy.
+    newest = graph.get_state(thread("t2")).values["messages"][-1].content
+    current = shown["lg/t2"].current
+    assert current is not None and shown[current].fork is not None
+    assert shown[current].fork.parent == next(f for f in forks if before[f].fork.kind == "edit")
+    transcript = story.branch_story(db, current).transcript
+    assert transcript is not None and transcript.messages[-1].text == newest == "edit"
+    assert shown["lg/t2"].outcome == "echo three"
+    # `rewinddb story` lists the same attempts.
+    db.close()
+    from rewinddb.cli import main
+
+    assert main(["story", str(db.path)]) == 0
+    out = capsys.readouterr().out
+    assert "t2  (thread" in out and "\nt  (thread" not in out and not out.startswith("t  (")
+    assert "replay from" not in out and f"copy of t~{forks[0].split('~')[1]} at step" in out
+
+
+def test_time_travel_in_a_copy_is_told_from_the_copy(db: rewinddb.Database) -> None:
+    """In the copy t2, new input on a checkpoint it read from t and an edit of another:
+    a replay and an edit of t2's steps (their branches fork from t's, where the
+    checkpoints are), not copies of t; the copy itself is one."""
+    saver = RewindSaver(db)
+    graph = _echo_graph(saver)
+    for text in ("one", "two"):
+        graph.invoke({"messages": [("user", text)]}, thread("t"))
+    saver.copy_thread("t", "t2")
+    history = list(graph.get_state_history(thread("t2")))
+    graph.invoke({"messages": [("user", "fork in t2")]}, history[3].config)
+    graph.update_state(history[5].config, {"messages": [("user", "edit in t2")]})
+    shown = _attempts(db)
+    forks = {s.fork.kind: s.fork for s in shown.values() if s.title.startswith("t2~") and s.fork}
+    assert set(forks) == {"replay", "edit"}
+    assert forks["replay"].label == f"replay from step {history[3].metadata['step']} of t2"
+    assert forks["edit"].label == f"edit of step {history[5].metadata['step']} of t2"
+    assert forks["replay"].parent == forks["edit"].parent == "lg/t2"
+    assert shown["lg/t2"].fork is not None and shown["lg/t2"].fork.label.startswith("copy of t ")

@@ -71,6 +71,10 @@ def _text(html: str) -> str:
     return " ".join(unescape(re.sub(r"<[^>]+>", " ", html)).split())
 
 
+def table_html(html: str) -> str:
+    return _between(html, "<table", "</table>")
+
+
 def _between(html: str, start: str, end: str) -> str:
     return html.split(start, 1)[1].split(end, 1)[0]
 
@@ -181,3 +185,49 @@ def test_agent_text_is_escaped_on_every_channel_page(client: TestClient, steps: 
         assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html, url
         for script in re.findall(r"<script[^>]*>", html):
             assert 'src="/static' in script or 'type="application/json"' in script, url
+
+
+# -- a copied thread, once its source is deleted -----------------------------------------
+
+
+def test_a_deleted_threads_branches_are_not_listed_and_the_copys_forks_are_copies(
+    tmp_path: Path,
+) -> None:
+    """After copy_thread("t", "t2") and delete_thread("t"), LangGraph has no thread t:
+    the overview lists t2 and its forks only (t's branches, kept for the copy, are
+    internal: named among the hidden ones), and the copy's forks say they are copies."""
+    from langchain_core.messages import AIMessage
+    from langgraph.graph import MessagesState
+
+    def bot(state: MessagesState) -> dict:
+        return {"messages": [AIMessage("echo " + state["messages"][-1].content)]}
+
+    path = tmp_path / "agent"
+    with rewinddb.open(path) as db:
+        saver = RewindSaver(db)
+        builder = StateGraph(MessagesState).add_node("bot", bot).add_edge(START, "bot")
+        graph = builder.compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "t"}}
+        for text in ("one", "two", "three"):
+            graph.invoke({"messages": [("user", text)]}, config)
+        history = list(graph.get_state_history(config))
+        graph.invoke({"messages": [("user", "fork")]}, history[4].config)
+        saver.copy_thread("t", "t2")
+        saver.delete_thread("t")
+        assert list(graph.get_state_history(config)) == []
+        (fork,) = [b for b in db.branches.names() if b.startswith("lg/t~")]
+    suffix = fork.split("~")[1]
+    with TestClient(create_app(path), base_url="http://localhost") as web:
+        rows = {row["name"]: row for row in web.get("/.json").json()["branches"]}
+        assert set(rows) == {"lg/t2", f"lg/t2~{suffix}"}
+        assert rows[f"lg/t2~{suffix}"]["fork"]["label"].startswith(f"copy of t~{suffix} at step")
+        overview = web.get("/")
+        table = _text(table_html(overview.text))
+        assert "replay from" not in table and f"copy of t~{suffix} at step" in table
+        assert 'href="/branches/lg~2Ft"' not in table_html(overview.text)
+        assert 'href="/branches/lg~2Ft2"' in table_html(overview.text)
+        every = web.get("/.json?all=1").json()["branches"]
+        held = {row["name"]: row for row in every if row["name"] in ("lg/t", fork)}
+        assert len(held) == 2 and all(row["internal"] for row in held.values())
+        page = _text(web.get(f"/branches/lg~2Ft2~7E{suffix}").text)
+        assert f"copy of t~{suffix} at step" in page and "replay from" not in page
