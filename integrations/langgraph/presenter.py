@@ -1517,7 +1517,7 @@ def _channel_parts(old: Any, new: Any, memo: dict[Any, Any]) -> list[_Part]:
             and stored_new is not ABSENT
             and plain_old == plain_new
             and stored_old == stored_new
-            and as_text(stored_old) == as_text(stored_new)
+            and (type(stored_old) is str or as_text(stored_old) == as_text(stored_new))
         ):
             return []
         shown_old = _member(stored_old, plain_old, memo)
@@ -1526,7 +1526,10 @@ def _channel_parts(old: Any, new: Any, memo: dict[Any, Any]) -> list[_Part]:
 
     if shape == "list":
         items_old, items_new = old["items"], new["items"]
-        for index in range(max(len(items_old), len(items_new))):
+        start = 0
+        if not plain_old and not plain_new and items_new[: len(items_old)] == items_old:
+            start = len(items_old)  # a list that only grew (its items: encoded strings)
+        for index in range(start, max(len(items_old), len(items_new))):
             before = items_old[index] if index < len(items_old) else ABSENT
             after = items_new[index] if index < len(items_new) else ABSENT
             for change in compare(before, after, index):
