@@ -867,11 +867,11 @@ class _Importer:
             (name, self.branch_id(parent), forked_at, created_at, deleted_at),
         )
         new_id = self.branches[old_id]
-        if renamed:
+        if left_out:
             self.left_out.add(new_id)
-            if name != _placeholder_name(new_id):
-                name = _placeholder_name(new_id)
-                conn.execute("UPDATE rewind_branches SET name = ? WHERE id = ?", (name, new_id))
+        if renamed and name != _placeholder_name(new_id):
+            name = _placeholder_name(new_id)
+            conn.execute("UPDATE rewind_branches SET name = ? WHERE id = ?", (name, new_id))
         self.fork_points[new_id] = forked_at
         if deleted_at is not None:
             self.deleted.add(new_id)

@@ -853,3 +853,46 @@ def test_an_event_origins_placeholder_is_timed_as_the_event(targets: Callable[[]
         )
         assert row[0].startswith(STAND_IN)
         assert [from_micros(t) for t in row[1:]] == [event.event.timestamp] * 2
+
+
+def _edit_stand_in(data: bytes, edit: str) -> bytes:
+    """The file of ``_x_merged_a_then_t_merged_x`` (stand-in x, id 3, with one link)
+    with one thing about the stand-in changed."""
+    records = _records(data)
+    stand_in = next(r for r in records if r.get("left_out"))
+    link = next(r for r in records if r["type"] == "commit" and r["branch"] == stand_in["id"])
+    if edit == "not-a-flag":
+        stand_in["left_out"] = "yes"
+    elif edit == "live":
+        stand_in["deleted_at"] = None
+    elif edit == "a-link-that-is-no-merge":
+        link["merge_branch"] = link["merge_version"] = None
+    else:  # an entry of its own, at its link's version
+        entry = next(r for r in records if r["type"] == "entry")
+        records.insert(
+            records.index(entry), {**entry, "branch": stand_in["id"], "version": link["version"]}
+        )
+        records[-1]["counts"]["entry"] += 1
+    return _file(records)
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        ("not-a-flag", "'left_out' must be true or false"),
+        ("live", "stands in for a branch the export left out ('left_out'), so it is deleted"),
+        ("a-link-that-is-no-merge", "keeps only its merges (as links)"),
+        ("an-entry", "it has no entries and no events"),
+    ],
+)
+def test_import_refuses_a_stand_in_with_more_than_links(
+    targets: Callable[[], Any], edit: str, says: str
+) -> None:
+    with rewinddb.open(targets()) as src:
+        _x_merged_a_then_t_merged_x(src, t_resets=False)
+        data = _edit_stand_in(_export(src, branches=["t", "a"]), edit)
+    with rewinddb.open(targets()) as copy:
+        with pytest.raises(rewinddb.ImportFormatError) as info:
+            copy.import_jsonl(io.BytesIO(data))
+        assert info.value.code == "invalid.import" and says in info.value.message
+        assert copy.version == 0 and copy.branches.names() == ["default"]
