@@ -537,9 +537,7 @@ class Engine:
                     "its reads are gone (branches forked from it keep their history)",
                     branch=name,
                 )
-            raise BranchNotFound(
-                f"branch {name!r} does not exist (or was deleted)", branch=name
-            )
+            raise BranchNotFound(f"branch {name!r} does not exist (or was deleted)", branch=name)
         record = branch_record(row)
         self.memory.put("branch_id", record.id, record)
         return record

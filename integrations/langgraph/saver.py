@@ -47,6 +47,7 @@ from ._index import Index
 #: as its digest there, see ``_names``; the id itself is kept once per namespace).
 THREAD_ID_LIMIT = 65_536
 
+
 def _bad_config(message: str) -> rewinddb.InvalidInputError:
     """A config or thread id the saver refuses."""
     return rewinddb.InvalidInputError(message, code="invalid.config")
