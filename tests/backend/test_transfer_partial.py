@@ -631,8 +631,20 @@ def _with_left_out_purged(data: bytes, exported: set[str], target: Any) -> rewin
     for _, name, deleted_at in rows:
         if deleted_at is None and engine.branch(name).id not in keep:
             db.branches.delete(name)
+    # (a purge also purges the deleted ancestors of what it purges; an export keeps the
+    # deleted ancestors of what it exports whole: they stay as they are here)
+    kept_deleted = [(i, deleted_at) for i, _, deleted_at in rows if i in keep and deleted_at]
     with engine.conn.write():
+        for branch_id, _ in kept_deleted:
+            engine.conn.execute(
+                "UPDATE rewind_branches SET deleted_at = NULL WHERE id = ?", (branch_id,)
+            )
         purge_deleted(engine, [i for i, _, _ in rows if i not in keep])
+        for branch_id, deleted_at in kept_deleted:
+            engine.conn.execute(
+                "UPDATE rewind_branches SET deleted_at = ? WHERE id = ?", (deleted_at, branch_id)
+            )
+    engine.forget_cached()
     return db
 
 
