@@ -1116,7 +1116,14 @@ class LangGraphPresenter(Presenter):
         from ``as_of`` for a few events per message, so older pages may get none. A
         write may hold a message before ``add_messages`` gave it its id (LangGraph saves
         writes in the background while the reducer sets ids on the same objects): such
-        a message is known by everything but its id. A message-like that has no id (a
+        a message is known by everything but its id. So is one whose id is another's: a
+        task that ran again from a checkpoint (a fork's ``Command(resume=...)``, a
+        replay) made its messages anew, with new ids, but the saver keeps the writes the
+        task made there first (``put_writes`` keeps a task's first write of each index),
+        and those hold the first run's ids or none, as the background save happened to
+        see them; a message found so is only the one not found by its id yet (the
+        newest write holding it, its step the child of that write's checkpoint on this
+        branch's line, whichever timing). A message-like that has no id (a
         ``("user", "...")`` tuple, a string, a dict: ``add_messages`` made the message
         and its id) is known by its role and text."""
         wanted = {mid: value for value in decoded if (mid := _id_of(value)) is not None}
@@ -1157,10 +1164,10 @@ class LangGraphPresenter(Presenter):
             likes = message_likes(value)
             for written in likes:
                 mid = _id_of(written)
-                if mid is None and isinstance(written, dict):
-                    mid = unnamed.get(_without_id(written))
-                    if mid is not None:
-                        written = {**written, "id": mid}
+                if mid not in wanted and isinstance(written, dict):
+                    other = unnamed.get(_without_id(written))
+                    if other is not None and (mid is None or other not in found):
+                        mid, written = other, {**written, "id": other}
                 if mid is None:
                     mid = like(written)
                     if mid is not None:  # as the channel holds it (it has no other form)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import operator
 import re
+import uuid
 from html import unescape
 from typing import Annotated, Any
 
@@ -19,7 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
-from langgraph.types import Command, Send, interrupt
+from langgraph.types import Command, Durability, Send, interrupt
 from typing_extensions import TypedDict
 
 import rewinddb
@@ -330,12 +331,15 @@ def test_the_line_langgraph_continues_on_is_the_current_thread(db: rewinddb.Data
 # -- 5. approvals on forks and in subgraphs ------------------------------------------------
 
 
-def _asking_graph(saver: RewindSaver) -> Any:
-    """START -> ask (interrupts with a question, then says the answer) -> END."""
+def _asking_graph(saver: RewindSaver, *, ids: str = "reducer") -> Any:
+    """START -> ask (interrupts with a question, then says the answer) -> END. Its
+    answer gets its id from ``add_messages`` (``ids="reducer"``), or a fresh one from
+    the node itself (``ids="node"``): a task that runs again makes a new id either way."""
 
     def ask(state: MessagesState) -> dict:
         answer = interrupt({"question": "Send it?"})
-        return {"messages": [AIMessage(f"answer was {answer}")]}
+        mid = str(uuid.uuid4()) if ids == "node" else None
+        return {"messages": [AIMessage(f"answer was {answer}", id=mid)]}
 
     builder = StateGraph(MessagesState).add_node("ask", ask).add_edge(START, "ask")
     return builder.compile(checkpointer=saver)
@@ -345,18 +349,28 @@ def _cards(transcript: presenters.Transcript) -> list[tuple[Any, Any, bool]]:
     return [(i.text, i.resume, i.resumed) for i in transcript.interrupts]
 
 
-def test_a_fork_at_an_approval_tells_the_approval_once(db: rewinddb.Database) -> None:
+@pytest.mark.parametrize("ids", ["reducer", "node"])
+@pytest.mark.parametrize("durability", ["async", "sync"])
+def test_a_fork_at_an_approval_tells_the_approval_once(
+    db: rewinddb.Database, durability: Durability, ids: str
+) -> None:
     """Forks made at the checkpoint that asked: ``Command(resume=...)`` there (LangGraph
     reuses the answer it has: the fork's step was made by it) shows the approval in the
     fork's conversation as in its steps; ``invoke(None, ...)`` there copies the
-    checkpoint and asks again: one approval, waiting, as ``get_state`` reports."""
-    graph = _asking_graph(RewindSaver(db))
+    checkpoint and asks again: one approval, waiting, as ``get_state`` reports.
+
+    The fork's ``ask`` ran again and made its answer anew (a new id), while the saver
+    keeps the write ``ask`` made there first: it holds the first run's id, or none when
+    LangGraph saved it (in the background) before ``add_messages`` set one. The story is
+    the same whichever it holds and however the saves were timed: ``ids="node"`` makes
+    the first case certain, ``durability`` moves the saves."""
+    graph = _asking_graph(RewindSaver(db), ids=ids)
     for name, again in (("resumed", Command(resume="no")), ("copied", None)):
-        graph.invoke({"messages": [("user", "go")]}, thread(name))
-        graph.invoke(Command(resume="yes"), thread(name))
+        graph.invoke({"messages": [("user", "go")]}, thread(name), durability=durability)
+        graph.invoke(Command(resume="yes"), thread(name), durability=durability)
         asked = next(s for s in graph.get_state_history(thread(name)) if s.next == ("ask",))
         ((question,),) = [t.interrupts for t in asked.tasks]
-        graph.invoke(again, asked.config)
+        graph.invoke(again, asked.config, durability=durability)
         state = graph.get_state(thread(name))
         (fork,) = [b.name for b in db.branches.list() if b.name.startswith(f"lg/{name}~")]
         told = story.branch_story(db, fork)
@@ -369,6 +383,13 @@ def test_a_fork_at_an_approval_tells_the_approval_once(db: rewinddb.Database) ->
             items = story.chat(told.transcript, told.summary.fork)
             kinds = [i.kind if i.message is None else i.message.role for i in items]
             assert kinds == ["human", "interrupt", "fork", "ai"]
+            # The answer is the fork's own step's, the one that lists it (LangGraph's
+            # history: the fork's checkpoint whose parent asked).
+            (answer,) = [m for m in told.transcript.messages if m.role == "ai"]
+            (made,) = [s for s in told.steps.steps if s.branch == fork and s.messages]
+            assert made.id == state.config["configurable"]["checkpoint_id"]
+            assert answer.step == made.version
+            assert [m.text for m in made.messages] == [answer.text]
         else:
             assert state.next == ("ask",)
             assert [i.value for i in state.interrupts] == [question.value]
