@@ -587,7 +587,8 @@ class LangGraphPresenter(Presenter):
         if copied and mine is not None and point.id is not None:
             holder = self._holder(db, mine[0], mine[1], point.id)
             if holder is not None and holder != branch.name:  # time travel in the copy
-                copied, parent_branch = False, self._copy_of(db, holder, mine[0], mine[1])
+                copied = False
+                parent_branch = self._copy_of(db, holder, mine[0], mine[1], point)
         parent = self._title(parent_branch)
         first = self._first_own(db, branch)
         source = first.source if first else None
@@ -602,13 +603,19 @@ class LangGraphPresenter(Presenter):
             kind, label = "fork", f"fork of step {step} of {parent}"  # a copy, not run yet
         return Fork(parent_branch, branch.forked_at, kind, label, step=point.version)
 
-    def _copy_of(self, db: rewinddb.Database, source: str, thread_id: str, namespace: str) -> str:
+    def _copy_of(
+        self, db: rewinddb.Database, source: str, thread_id: str, namespace: str, point: _Record
+    ) -> str:
         """The branch of thread ``thread_id`` that copies ``source`` (``copy_thread``
-        names it from the thread's own names), or ``source`` when there is none."""
+        names it from the thread's own names) and reads its checkpoint ``point`` there,
+        or ``source`` when there is none. A copy of a copy is forked from the first
+        copy's branch (or, that thread deleted, from what is left of it), not from
+        ``source``: whether it sees ``source`` up to the point tells, not its parent."""
         copy = _names.copy_branch(source, thread_id, namespace)
-        if db.branches.exists(copy) and db.branches.get(copy).parent == source:
-            return copy
-        return source
+        if copy == source or not db.branches.exists(copy):
+            return source
+        shared = db.common_point(copy, source, as_of_b=point.version)
+        return copy if (shared.branch, shared.version) == (source, point.version) else source
 
     def _holder(
         self, db: rewinddb.Database, thread_id: str, namespace: str, checkpoint_id: str

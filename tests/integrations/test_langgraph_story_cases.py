@@ -430,3 +430,72 @@ def test_an_approval_in_a_subgraph_follows_the_message_that_led_to_it(
     (research,) = [s for s in told.steps.steps if s.label == "research"]
     assert [m.text for m in research.messages] == ["researched with scope deep"]
     assert [(i.text, i.resume) for i in research.interrupts] == [("Which scope?", "deep")]
+
+
+# -- 6. copies of copies -------------------------------------------------------------------
+
+
+def _counting_graph(saver: RewindSaver) -> Any:
+    def bot(state: MessagesState) -> dict:
+        return {"messages": [AIMessage(f"answer {len(state['messages'])}")]}
+
+    return (
+        StateGraph(MessagesState)
+        .add_node("bot", bot)
+        .add_edge(START, "bot")
+        .compile(checkpointer=saver)
+    )
+
+
+def _forks_of(db: rewinddb.Database, prefix: str) -> dict[str, presenters.Fork | None]:
+    return {
+        a.branch.name: a.summary.fork
+        for a in story.attempts(db, include_internal=True)
+        if a.branch.name.startswith(prefix)
+    }
+
+
+def _time_travel(graph: Any, thread_id: str, step: int) -> tuple[str, dict]:
+    """New input from ``thread_id``'s checkpoint of ``step``; (the checkpoint id it
+    continued from, LangGraph's state of the thread now)."""
+    past = [s for s in graph.get_state_history(thread(thread_id)) if s.metadata["step"] == step]
+    start = past[-1].config
+    graph.invoke({"messages": [("user", "again")]}, start)
+    return start["configurable"]["checkpoint_id"], graph.get_state(thread(thread_id))
+
+
+def _line(graph: Any, thread_id: str) -> list[str]:
+    """The checkpoint ids of the thread's current line, newest first (parent links)."""
+    by_id = {
+        s.config["configurable"]["checkpoint_id"]: s
+        for s in graph.get_state_history(thread(thread_id))
+    }
+    line, at = [], graph.get_state(thread(thread_id))
+    while at is not None:
+        line.append(at.config["configurable"]["checkpoint_id"])
+        parent = at.parent_config
+        at = by_id.get(parent["configurable"]["checkpoint_id"]) if parent else None
+    return line
+
+
+def test_time_travel_in_a_copy_of_a_copy_is_told_of_that_copy(db: rewinddb.Database) -> None:
+    """``copy_thread(t, t2)`` then ``copy_thread(t2, t3)`` (both kept): new input from an
+    early checkpoint of t3 is a replay from that step of t3 (the step on t3's line), as
+    in a copy of t itself, not of t, another thread LangGraph still has."""
+    saver = RewindSaver(db)
+    graph = _counting_graph(saver)
+    for text in ("one", "two", "three"):
+        graph.invoke({"messages": [("user", text)]}, thread("t"))
+    saver.copy_thread("t", "t2")
+    saver.copy_thread("t2", "t3")
+    started, state = _time_travel(graph, "t3", 1)
+    assert started in _line(graph, "t3")  # LangGraph continues from it, on t3
+    assert [m.content for m in state.values["messages"]][-2:] == ["again", "answer 3"]
+    forks = _forks_of(db, "lg/t3")
+    (branch,) = [name for name in forks if name.startswith("lg/t3~")]
+    fork = forks[branch]
+    assert fork is not None
+    assert (fork.kind, fork.label, fork.parent) == ("replay", "replay from step 1 of t3", "lg/t3")
+    assert story.step_detail(db, "lg/t3", fork.step).step.id == started  # where it went on
+    told = forks["lg/t3"]
+    assert told is not None and told.label.startswith("copy of t2 at step ")
