@@ -573,16 +573,26 @@ class LangGraphPresenter(Presenter):
         t~1f2e3d4c at step 6") when the copy's index puts the checkpoint it forked at on
         it; otherwise it is time travel in the copy from a checkpoint the copy reads on
         the source's branch, told from the copy's branch that holds that checkpoint
-        ("replay from step 1 of t2")."""
-        if branch.parent is None or not branch.parent.startswith(_names.PREFIX):
+        ("replay from step 1 of t2").
+
+        A copy of a copy whose thread was deleted (its branch purged: the copy's parent
+        is no branch of the saver's) is told from the branch that wrote the checkpoint
+        it forked at, when that one is left ("copy of t at step 7", as a copy of a
+        deleted t is)."""
+        if branch.parent is None:
             return None
-        parent_branch = branch.parent
-        at = db.at(branch.parent).kv.history(_names.CHECKPOINT_KEY, as_of=branch.forked_at, limit=1)
+        parent_branch, forked_at = branch.parent, branch.forked_at
+        if not parent_branch.startswith(_names.PREFIX):
+            found = self._copied_from(db, branch)
+            if found is None:
+                return None
+            parent_branch, forked_at = found
+        at = db.at(parent_branch).kv.history(_names.CHECKPOINT_KEY, as_of=forked_at, limit=1)
         point = _record(at[-1]) if at else None
         if point is None:
             parent = self._title(parent_branch)
-            return Fork(branch.parent, branch.forked_at, "fork", f"fork of {parent}")
-        mine, theirs = _names.parse_branch(branch.name), _names.parse_branch(branch.parent)
+            return Fork(parent_branch, forked_at, "fork", f"fork of {parent}")
+        mine, theirs = _names.parse_branch(branch.name), _names.parse_branch(parent_branch)
         copied = mine is not None and theirs is not None and mine[0] != theirs[0]
         if copied and mine is not None and point.id is not None:
             holder = self._holder(db, mine[0], mine[1], point.id)
@@ -601,7 +611,23 @@ class LangGraphPresenter(Presenter):
             kind, label = "edit", f"edit of step {step} of {parent}"
         elif source == "fork" and first is not None and first == self._newest(db.at(branch.name)):
             kind, label = "fork", f"fork of step {step} of {parent}"  # a copy, not run yet
-        return Fork(parent_branch, branch.forked_at, kind, label, step=point.version)
+        return Fork(parent_branch, forked_at, kind, label, step=point.version)
+
+    def _copied_from(
+        self, db: rewinddb.Database, branch: rewinddb.Branch
+    ) -> tuple[str, int] | None:
+        """(the live branch of another thread that wrote the checkpoint ``branch`` sees
+        at its fork point, that checkpoint's version), or None."""
+        mine = _names.parse_branch(branch.name)
+        view = db.at(branch.name)
+        at = view.kv.history(_names.CHECKPOINT_KEY, as_of=branch.forked_at, limit=1)
+        if mine is None or not at:
+            return None
+        writer = at[-1].branch
+        theirs = _names.parse_branch(writer)
+        if theirs is None or theirs[0] == mine[0] or not db.branches.exists(writer):
+            return None
+        return writer, at[-1].version
 
     def _copy_of(
         self, db: rewinddb.Database, source: str, thread_id: str, namespace: str, point: _Record

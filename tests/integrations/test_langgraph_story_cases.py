@@ -499,3 +499,36 @@ def test_time_travel_in_a_copy_of_a_copy_is_told_of_that_copy(db: rewinddb.Datab
     assert story.step_detail(db, "lg/t3", fork.step).step.id == started  # where it went on
     told = forks["lg/t3"]
     assert told is not None and told.label.startswith("copy of t2 at step ")
+
+
+def test_a_copy_of_a_deleted_copy_says_what_it_copies(db: rewinddb.Database) -> None:
+    """t (with one fork) copied to t2, t deleted; t2 copied to t3, t2 deleted: LangGraph
+    has only t3. Its branches (their parents purged with t2) are copies of t's, as a
+    copy of a deleted t is told ("copy of t at step N"), and time travel in t3 is an edit
+    or a replay of t3's step, not of t's (which only the explorer's ?all=1 shows)."""
+    saver = RewindSaver(db)
+    graph = _counting_graph(saver)
+    for text in ("one", "two", "three"):
+        graph.invoke({"messages": [("user", text)]}, thread("t"))
+    _time_travel(graph, "t", 4)
+    saver.copy_thread("t", "t2")
+    saver.delete_thread("t")
+    saver.copy_thread("t2", "t3")
+    saver.delete_thread("t2")
+    assert {s.config["configurable"]["thread_id"] for s in saver.list(None)} == {"t3"}
+    copied_at = graph.get_state(thread("t3")).metadata["step"]
+    history = list(graph.get_state_history(thread("t3")))
+    edited = next(s for s in reversed(history) if s.metadata["step"] == 0)
+    graph.update_state(edited.config, {"messages": [("user", "edited")]})
+    replayed, _ = _time_travel(graph, "t3", 1)
+    shown = {a.branch.name for a in story.attempts(db)}
+    forks = _forks_of(db, "lg/t3")
+    copy = forks["lg/t3"]
+    assert copy is not None and copy.label == f"copy of t at step {copied_at}"
+    (copied_fork,) = [b for b in forks if b.startswith("lg/t3~") and forks[b].kind == "fork"]
+    assert forks[copied_fork].label.startswith(f"copy of t~{copied_fork.split('~')[1]} at step ")
+    told = {f.kind: f for name, f in forks.items() if name != copied_fork and f is not None}
+    assert (told["edit"].label, told["edit"].parent) == ("edit of step 0 of t3", "lg/t3")
+    assert (told["replay"].label, told["replay"].parent) == ("replay from step 1 of t3", "lg/t3")
+    assert {told["edit"].parent, told["replay"].parent} <= shown
+    assert story.step_detail(db, "lg/t3", told["replay"].step).step.id == replayed
