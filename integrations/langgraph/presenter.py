@@ -379,7 +379,7 @@ class LangGraphPresenter(Presenter):
             return super().summary(db, branch, as_of=as_of)
         thread_id, namespace, _ = parsed
         kind = "subgraph" if namespace else "thread"
-        title = self._title(branch.name)  # a fork keeps its ~suffix: two attempts, two names
+        title = self._title(branch.name, db)  # a fork keeps its ~suffix: two attempts, two names
         with db.read():
             fork = self.fork(db, branch)
             told = self._told(db, branch.name, branch.events, as_of)
@@ -438,10 +438,15 @@ class LangGraphPresenter(Presenter):
 
     def _forked(self, db: rewinddb.Database, thread_id: str, namespace: str, branch: str) -> bool:
         """Whether the namespace has a live branch other than ``branch`` (the saver's
-        index lists the branches each thread owns)."""
-        prefix = f"own/{_names.escape(thread_id)}/"
-        for key in db.at(_names.INDEX_BRANCH).kv.keys(prefix):
-            other = _names.branch_of_key(key)
+        index lists the branches each thread owns: in its ``own/`` keys, or as the value
+        of a key that holds the digest of the branch's name)."""
+        index = db.at(_names.INDEX_BRANCH).kv
+        keys = index.keys(f"own/{_names.escape(thread_id)}/")
+        named = index.get_many([key for key in keys if _names.names_branch(key)])
+        for key in keys:
+            other = named.get(key, _names.branch_of_key(key))  # a digest's branch: its value
+            if not isinstance(other, str):
+                continue
             parsed = _names.parse_branch(other)
             same = parsed is not None and parsed[:2] == (thread_id, namespace)
             if other != branch and same and db.branches.exists(other):
@@ -590,7 +595,7 @@ class LangGraphPresenter(Presenter):
         at = db.at(parent_branch).kv.history(_names.CHECKPOINT_KEY, as_of=forked_at, limit=1)
         point = _record(at[-1]) if at else None
         if point is None:
-            parent = self._title(parent_branch)
+            parent = self._title(parent_branch, db)
             return Fork(parent_branch, forked_at, "fork", f"fork of {parent}")
         mine, theirs = _names.parse_branch(branch.name), _names.parse_branch(parent_branch)
         copied = mine is not None and theirs is not None and mine[0] != theirs[0]
@@ -599,7 +604,7 @@ class LangGraphPresenter(Presenter):
             if holder is not None and holder != branch.name:  # time travel in the copy
                 copied = False
                 parent_branch = self._copy_of(db, holder, mine[0], mine[1], point)
-        parent = self._title(parent_branch)
+        parent = self._title(parent_branch, db)
         first = self._first_own(db, branch)
         source = first.source if first else None
         step = point.number
@@ -654,11 +659,21 @@ class LangGraphPresenter(Presenter):
         found = entry.get("branch") if isinstance(entry, dict) else None
         return found if isinstance(found, str) and db.branches.exists(found) else None
 
-    def _title(self, name: str) -> str:
+    def _title(self, name: str, db: rewinddb.Database | None = None) -> str:
+        """A branch as people name its thread (``t``, ``t / ns``, ``t~1f2e3d4c``): a
+        thread id or namespace that stands as its digest in the name by the one the
+        namespace's record in the saver's index keeps (``thread``, ``ns``)."""
         parsed = _names.parse_branch(name)
         if parsed is None:
             return name
         thread, namespace, fork = parsed
+        digested = isinstance(thread, _names.Digest) or isinstance(namespace, _names.Digest)
+        if digested and db is not None and db.branches.exists(_names.INDEX_BRANCH):
+            record = db.at(_names.INDEX_BRANCH).kv.get(_names.namespace_key(thread, namespace))
+            if isinstance(record, dict):
+                kept_thread, kept_ns = record.get("thread"), record.get("ns")
+                thread = kept_thread if isinstance(kept_thread, str) else thread
+                namespace = kept_ns if isinstance(kept_ns, str) else namespace
         title = f"{thread} / {namespace}" if namespace else thread
         return f"{title}~{fork}" if fork is not None else title
 
@@ -1477,7 +1492,7 @@ class LangGraphPresenter(Presenter):
         if _bookkeeping(channel):
             return None
         kind = "subgraph" if parsed[1] else "thread"
-        return f"channel {channel} of {kind} {self._title(branch)}"
+        return f"channel {channel} of {kind} {self._title(branch, db)}"
 
     def key_label(self, primitive: str, key: str) -> str:
         if primitive == "kv" and key.startswith(_names.CHANNEL_PREFIX):

@@ -532,3 +532,33 @@ def test_a_copy_of_a_deleted_copy_says_what_it_copies(db: rewinddb.Database) -> 
     assert (told["replay"].label, told["replay"].parent) == ("replay from step 1 of t3", "lg/t3")
     assert {told["edit"].parent, told["replay"].parent} <= shown
     assert story.step_detail(db, "lg/t3", told["replay"].step).step.id == replayed
+
+
+# -- 7. long thread ids ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("length", [507, 600])
+def test_a_long_thread_id_is_titled_by_itself_and_its_current_line_marked(
+    db: rewinddb.Database, length: int
+) -> None:
+    """A thread id too long to stand in names as itself (600 characters: its branches
+    are named by its digest) is titled by the id the saver's index keeps; one that fits,
+    the longest (507), has forks whose own/ keys hold their names' digests. Either way,
+    after time travel every attempt names the one LangGraph's get_state continues on."""
+    thread_id = "q" * length
+    saver = RewindSaver(db)
+    graph = _counting_graph(saver)
+    for text in ("one", "two"):
+        graph.invoke({"messages": [("user", text)]}, thread(thread_id))
+    _time_travel(graph, thread_id, 1)
+    newest = graph.get_state(thread(thread_id)).config["configurable"]["checkpoint_id"]
+    attempts = story.attempts(db)
+    assert len(attempts) == 2
+    (main,) = [a for a in attempts if "~" not in a.branch.name]
+    (fork,) = [a for a in attempts if "~" in a.branch.name]
+    assert story.branch_story(db, fork.branch.name).steps.steps[-1].id == newest
+    assert [a.summary.current for a in attempts] == [fork.branch.name] * 2
+    assert main.summary.title == thread_id
+    assert fork.summary.title == f"{thread_id}~{fork.branch.name.split('~')[1]}"
+    assert fork.summary.fork is not None
+    assert fork.summary.fork.label == f"replay from step 1 of {thread_id}"
