@@ -326,7 +326,7 @@ def test_overview_draws_the_graph_and_a_dot_opens_its_event(
     response = page.goto(demo_server + "/")
     assert response is not None and response.ok
     expect(page.locator("#graph .main-svg").first).to_be_visible()
-    names = page.locator("table.branches tbody tr td:first-child a")
+    names = page.locator("table.branches tbody tr td:first-child > a")
     expect(names).to_have_text(DEMO_BRANCHES)
     dots = graph_dots(page)
     assert {dot.branch for dot in dots} == set(DEMO_BRANCHES)
@@ -558,7 +558,7 @@ def test_new_events_appear_without_a_reload(chromium: Browser, tmp_path: Path) -
                 expect(research_row.locator("td.events")).to_have_text("40")
                 writer.branches.fork("research", "live-fork")
                 writer.at("live-fork").events.append("live.ping", {"n": 4})
-                names = page.locator("table.branches tbody tr td:first-child a")
+                names = page.locator("table.branches tbody tr td:first-child > a")
                 expect(names).to_have_text([*DEMO_BRANCHES, "live-fork"], timeout=3_500)
                 expect(research_row.locator("td.events")).to_have_text("40")
                 live_row = page.locator("table.branches tbody tr").filter(
@@ -591,7 +591,7 @@ def test_overview_shows_a_new_branch_before_any_write(chromium: Browser, scratch
     tab = open_tab(chromium)
     try:
         tab.page.goto(scratch.base + "/")
-        names = tab.page.locator("table.branches tbody tr td:first-child a")
+        names = tab.page.locator("table.branches tbody tr td:first-child > a")
         expect(names.first).to_have_text("default")
         before = names.all_inner_texts()
         with rewinddb.open(scratch.path) as writer:
@@ -876,7 +876,7 @@ def test_the_overview_lists_the_attempts_and_keys_reach_the_points(
 ) -> None:
     run, base = react_server
     page = wide_page(tab, base + "/")
-    names = page.locator("table.attempts tbody tr td:first-child a")
+    names = page.locator("table.attempts tbody tr td:first-child > a")
     expect(names).to_have_text([b.removeprefix("lg/") for b in (run.main_branch, run.fork_branch)])
     expect(page.locator("#overview")).to_contain_text("internal branches hidden")
     expect(page.locator(".legend")).to_contain_text("■ commit")
