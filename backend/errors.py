@@ -364,7 +364,8 @@ CODES: Mapping[str, ErrorCode] = _registry(
         422,
         "a LangGraph config `RewindSaver` cannot take: a thread id over 65,536 characters "
         "or not valid text, a checkpoint id over 64 characters",
-        "`InvalidInputError`: `RewindSaver` (`get_tuple`, `put`, `put_writes`, `list`)",
+        "`InvalidInputError`: `RewindSaver` (`get_tuple`, `put`, `put_writes`, `list`, "
+        "`delete_thread`, `copy_thread`, `prune`)",
     ),
     (
         "unsupported.backend",

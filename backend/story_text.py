@@ -22,8 +22,11 @@ def _short(text: str, limit: int = TEXT_CHARS) -> str:
 def attempt_branch(db: Database, name: str) -> str:
     """The branch ``name`` means: a branch of that name, else the one attempt titled so
     (a LangGraph thread by its thread id)."""
-    if db.branches.exists(name):
-        return name
+    try:
+        if db.branches.exists(name):
+            return name
+    except InvalidInputError:
+        pass  # no branch can be called so (empty, too long): a title still may be
     titled = [a.branch.name for a in story.attempts(db) if a.summary.title == name]
     if len(titled) == 1:
         return titled[0]

@@ -1579,7 +1579,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 puts[key] = _names.branch_value(key, name)
             for key in self.index.keys(f"ns/{src}/"):
                 namespace = self.index.get(key)
-                ns = self._named(src, _names.unescape(key.split("/", 2)[2]))[1]
+                ns = self._named(source, _names.unescape(key.split("/", 2)[2]))[1]
                 puts[_names.namespace_key(target, ns)] = {
                     "main": forks.get(namespace["main"], namespace["main"]),
                     "head": self._namespace_head(source, ns, namespace),
@@ -1587,7 +1587,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 }
             for key in self.index.records(source):
                 _, part, checkpoint_id = _names.parse_checkpoint_key(key)
-                ns = self._named(src, part)[1]
+                ns = self._named(source, part)[1]
                 entry = dict(self.index.get(key))
                 if self._head_id(entry["branch"]) == checkpoint_id and entry["branch"] in forks:
                     entry["branch"] = forks[entry["branch"]]

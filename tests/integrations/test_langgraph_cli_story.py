@@ -88,3 +88,21 @@ def test_story_json_of_a_thread(tmp_path: Path, capsys: pytest.CaptureFixture[st
     told = json.loads(capsys.readouterr().out)
     assert told["summary"]["title"] == "weather/ü"
     assert [m["role"] for m in told["transcript"]["messages"]] == ["human", "ai", "tool", "ai"]
+
+
+@pytest.mark.parametrize("thread_id", ["", "t" * 2000, "中" * 60])
+def test_story_takes_any_thread_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], thread_id: str
+) -> None:
+    """A thread id that no branch name can be (empty, longer than a key, escaped past
+    the limit) still names its thread, by its title."""
+    builder = StateGraph(State)
+    builder.add_node("agent", lambda state: {"messages": [AIMessage("hello")]})
+    builder.add_edge(START, "agent")
+    with RewindSaver.from_path(tmp_path / "agent") as saver:
+        config: Any = {"configurable": {"thread_id": thread_id}}
+        builder.compile(checkpointer=saver).invoke({"messages": [HumanMessage("hi")]}, config)
+    assert main(["story", str(tmp_path / "agent"), thread_id]) == 0
+    told = capsys.readouterr().out.splitlines()
+    assert told[0] == f"thread {thread_id} - finished"
+    assert "  ai     hello" in told

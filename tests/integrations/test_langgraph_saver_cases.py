@@ -579,3 +579,35 @@ def test_thread_ids_the_earlier_layout_took_are_named_as_it_named_them(
         key for key in index.keys("own/") if index.get(key) in digested
     }
     assert (len(digested) > 0) is (len(thread_id) > 40)
+
+
+@pytest.mark.parametrize("source", ["plain-id", "a/b", "中" * 40])
+def test_a_copy_keeps_namespaces_that_stand_as_their_digest(
+    db: rewinddb.Database, source: str
+) -> None:
+    """A thread whose id is escaped in names ('a/b', CJK text), with subgraphs whose
+    namespace is too long to stand as itself: its copy lists the same namespaces and
+    LangGraph resumes it as the source (copy_thread looked the namespaces' records up by
+    the escaped thread part and named the copy's by their digests)."""
+    name = "n" * 300
+
+    def ask(state: MessagesState) -> dict:
+        return {"messages": [AIMessage(f"deep got {interrupt('go?')}")]}
+
+    inner = StateGraph(MessagesState).add_node("inner", ask).add_edge(START, "inner").compile()
+    middle = StateGraph(MessagesState).add_node(name, inner).add_edge(START, name).compile()
+    builder = StateGraph(MessagesState).add_node(name, middle).add_edge(START, name)
+    saver = RewindSaver(db)
+    graph = builder.compile(checkpointer=saver)
+    graph.invoke({"messages": [HumanMessage("hi", id="hi")]}, config(source))
+    saver.copy_thread(source, "copy")
+
+    def namespaces(thread_id: str) -> list[str]:
+        found = {t.config["configurable"]["checkpoint_ns"] for t in saver.list(config(thread_id))}
+        return sorted(found, key=len)
+
+    assert namespaces("copy") == namespaces(source)
+    assert len(namespaces(source)) == 3 and not any(ns.startswith("#") for ns in namespaces(source))
+    for thread_id in (source, "copy"):
+        done = graph.invoke(Command(resume="yes"), config(thread_id))
+        assert [m.content for m in done["messages"]] == ["hi", "deep got yes"]
