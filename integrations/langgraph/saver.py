@@ -219,6 +219,20 @@ class _Encoded(NamedTuple):
     kept: dict | None
 
 
+class _Copy(NamedTuple):
+    """A kept checkpoint as ``_rebuild`` writes it anew: what it reads as, read before
+    the thread's branches are purged."""
+
+    key: str  # its index key
+    ns: str  # its namespace, as its key holds it
+    checkpoint_id: str
+    entry: dict  # its index record
+    stored: dict  # its record (``CHECKPOINT_KEY``), its parent as kept
+    values: dict[str, Any]  # channel key -> the stored value it holds
+    writes: builtins.list[tuple[dict, dict | None]]  # its pending writes, each kept value
+    parent: str | None  # its parent's id, None when the parent goes
+
+
 #: What a batch read of a key leaves to the checkpoint's own read (see ``_Newest``).
 _UNREAD: Any = object()
 
@@ -368,14 +382,10 @@ class _Listing:
         down to the batch's oldest checkpoint on it (a statement or two a key)."""
         entries = builtins.list(entries)
         versions: dict[str, set[int]] = {}
-        starts: dict[str, int] = {}
         for _, entry in entries:
             versions.setdefault(entry["read"], set()).add(entry["version"])
-            branch, start = entry["branch"], entry["events"]
-            starts[branch] = min(starts.get(branch, start), start)
         kept: dict[tuple[str, str], set[int]] = {}
-        for branch, start in starts.items():
-            self._events_from(branch, start)
+        self.read_writes(entry for _, entry in entries)
         for checkpoint_id, entry in entries:
             for payload, stored in self.payloads(entry["branch"], entry["events"], checkpoint_id):
                 place = _kept.kept_at(payload)
@@ -389,6 +399,16 @@ class _Listing:
             self.kept.update(((branch, key, version), newest.at(version)) for version in at)
         for branch, found in versions.items():
             self._read_branch(branch, sorted(found))
+
+    def read_writes(self, entries: Iterable[dict]) -> None:
+        """Read the write events these checkpoints' (index entries) need: each branch's
+        from the oldest of them on, in one read a branch, for ``payloads`` to share."""
+        starts: dict[str, int] = {}
+        for entry in entries:
+            branch, start = entry["branch"], entry["events"]
+            starts[branch] = min(starts.get(branch, start), start)
+        for branch, start in starts.items():
+            self._events_from(branch, start)
 
     def _read_branch(self, branch: str, versions: builtins.list[int]) -> None:
         kv = self.view(branch).kv
@@ -1331,47 +1351,23 @@ class RewindSaver(BaseCheckpointSaver[str]):
         stays: not what a fork inherited, nor a pending write stored late. ``removed``
         and ``puts``: the index changes ``_retain`` made so far (the dropped records,
         the tombstone). In the open saver write; returns the index keys to erase."""
-        copies = []
         named: dict[str, str] = {}  # namespaces as parsed -> as named
-        for key in sorted(kept, key=lambda key: _names.parse_checkpoint_key(key)[2]):
-            entry = kept[key]
-            _, ns, checkpoint_id = _names.parse_checkpoint_key(key)
+        for key in kept:
+            ns = _names.parse_checkpoint_key(key)[1]
             if ns not in named:
                 named[ns] = self._named(thread_id, ns)[1]
-            view, at = self.db.at(entry["read"]), entry["version"]
-            stored = view.kv.get(_names.CHECKPOINT_KEY, as_of=at)
-            opened = _open(self.serde, stored)
-            versions, triggers = opened.checkpoint["channel_versions"], opened.triggers
-            channels = {
-                _names.channel_key(c): version
-                for c, version in versions.items()
-                if triggers is None or not _names.is_trigger(c)
-            }
-            values = {
-                k: blob
-                for k, blob in view.kv.get_many(builtins.list(channels), as_of=at).items()
-                if isinstance(blob, dict) and blob.get("version") == channels[k]
-            }
-            writes = [
-                (payload, self._kept_write(branch, payload))
-                for payload, branch in self._write_payloads(entry, checkpoint_id)
-            ]
-            parent = entry.get("parent")
-            if parent and _names.checkpoint_key(thread_id, ns, parent) not in kept:
-                parent = None
-            if stored.get("parent") != parent:
-                stored = {**stored, "parent": parent}
-            copies.append((key, ns, checkpoint_id, entry, stored, values, writes, parent))
+        copies = self._kept_copies(thread_id, kept)
         self._release(builtins.list(owned))
         removed += owned.values()
-        placed: dict[str, tuple[str, int, dict]] = {}  # id -> branch, version, channels
+        placed: dict[tuple[str, str], tuple[str, int, dict]] = {}  # (ns, id) -> where, channels
         heads: dict[str, str] = {}  # branch -> the id of its newest checkpoint
         mains: dict[str, str] = {}  # namespace -> its first branch
         newest: dict[str, tuple[str, str]] = {}  # namespace -> its newest id, its branch
-        for key, ns, checkpoint_id, entry, stored, values, writes, parent in copies:
+        for copy in copies:
+            ns, checkpoint_id, parent = copy.ns, copy.checkpoint_id, copy.parent
             base: dict[str, Any] = {}
-            if parent is not None and parent in placed:
-                source, at, base = placed[parent]
+            if parent is not None and (ns, parent) in placed:
+                source, at, base = placed[(ns, parent)]
                 if heads[source] == parent:
                     branch = source
                 else:
@@ -1390,22 +1386,23 @@ class RewindSaver(BaseCheckpointSaver[str]):
             puts[own] = _names.branch_value(own, branch)
             view = self.db.at(branch)
             events = view.events.length()
+            values = copy.values
             changed = {k: blob for k, blob in values.items() if base.get(k) != blob}
             with view.transaction(trigger="langgraph.checkpoint", message=checkpoint_id):
-                version = view.kv.put_many({_names.CHECKPOINT_KEY: stored, **changed})
+                version = view.kv.put_many({_names.CHECKPOINT_KEY: copy.stored, **changed})
                 for k in base.keys() - values.keys():
                     view.kv.delete(k)
-            self._copy_writes(view, writes)
-            placed[checkpoint_id] = (branch, version, values)
+            self._copy_writes(view, copy.writes)
+            placed[(ns, checkpoint_id)] = (branch, version, values)
             heads[branch] = checkpoint_id
             newest[ns] = (checkpoint_id, branch)
-            puts[key] = {
+            puts[copy.key] = {
                 "branch": branch,
                 "read": branch,
                 "version": version,
                 "events": events,
                 "parent": parent,
-                "run_id": entry.get("run_id"),
+                "run_id": copy.entry.get("run_id"),
             }
         for ns, (head, branch) in newest.items():
             puts[_names.namespace_key(thread_id, ns)] = {
@@ -1420,6 +1417,43 @@ class RewindSaver(BaseCheckpointSaver[str]):
         self.index.write(puts, removed)
         removed += self._unread(set(self.index.branches_of(ref_keys).values()))
         return removed
+
+    def _kept_copies(self, thread_id: str, kept: dict[str, dict]) -> builtins.list[_Copy]:
+        """Each kept checkpoint (index records by key) as ``_rebuild`` writes it anew,
+        oldest first. Each branch's write events are read once (``_Listing``), so the
+        rebuild reads what the thread holds about once, not a branch's events from
+        each checkpoint on."""
+        listing = _Listing(self)
+        listing.read_writes(kept.values())
+        copies = []
+        for key in sorted(kept, key=lambda key: _names.parse_checkpoint_key(key)[2]):
+            entry = kept[key]
+            _, ns, checkpoint_id = _names.parse_checkpoint_key(key)
+            view, at = listing.view(entry["read"]), entry["version"]
+            stored = view.kv.get(_names.CHECKPOINT_KEY, as_of=at)
+            opened = _open(self.serde, stored)
+            versions, triggers = opened.checkpoint["channel_versions"], opened.triggers
+            channels = {
+                _names.channel_key(c): version
+                for c, version in versions.items()
+                if triggers is None or not _names.is_trigger(c)
+            }
+            values = {
+                k: blob
+                for k, blob in view.kv.get_many(builtins.list(channels), as_of=at).items()
+                if isinstance(blob, dict) and blob.get("version") == channels[k]
+            }
+            writes = [
+                (payload, self._kept_write(branch, payload))
+                for payload, branch in self._write_payloads(entry, checkpoint_id, listing)
+            ]
+            parent = entry.get("parent")
+            if parent and _names.checkpoint_key(thread_id, ns, parent) not in kept:
+                parent = None
+            if stored.get("parent") != parent:
+                stored = {**stored, "parent": parent}
+            copies.append(_Copy(key, ns, checkpoint_id, entry, stored, values, writes, parent))
+        return copies
 
     def _copy_writes(
         self, view: rewinddb.BranchView, writes: builtins.list[tuple[dict, dict | None]]
