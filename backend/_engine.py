@@ -1569,6 +1569,68 @@ class Engine:
                     newest.setdefault(key, (kind, body, refs))
         return {key: row for key, row in newest.items() if row[0] not in NO_VALUE}
 
+    def first_entries(
+        self, record: BranchRecord, version: int, space: str, limit: int
+    ) -> dict[str, tuple[int, bytes | None, bytes | None]]:
+        """``entries`` of the first ``limit`` keys (in key order) that exist at (record,
+        version): a page of a state too big to read whole. On SQLite each lineage step is
+        walked ``limit`` keys at a time from where the last walk stopped, until ``limit``
+        live keys are settled (a key is settled once every step has walked past it: the
+        first step that holds it wins, a deletion hides the ancestors' value). Elsewhere
+        keys may compare by a collation Python does not know: all are read."""
+        if self.conn.dialect != "sqlite":
+            found = self.entries(record, version, space)
+            return {key: found[key] for key in sorted(found)[:limit]}
+        steps = self.row_lineage(record, version)
+        kept: dict[str, tuple[int, bytes | None, bytes | None]] = {}
+        start = ""  # (keys are never empty)
+        while steps and len(kept) < limit:
+            newest: dict[str, tuple[int, bytes | None, bytes | None]] = {}
+            frontier: str | None = None  # the lowest key a walk stopped at, unfinished
+            for branch_id, cap in steps:
+                rows, last = self._walk_keys(branch_id, cap, space, start, limit)
+                for key, kind, body, refs in rows:
+                    newest.setdefault(key, (kind, body, refs))
+                if last is not None and (frontier is None or last < frontier):
+                    frontier = last
+            for key in sorted(newest):
+                if frontier is not None and key > frontier:
+                    break
+                row = newest[key]
+                if row[0] not in NO_VALUE:
+                    kept[key] = row
+                    if len(kept) == limit:
+                        break
+            if frontier is None:
+                break
+            start = frontier
+        return kept
+
+    def _walk_keys(
+        self, branch_id: int, cap: int, space: str, start: str, limit: int
+    ) -> tuple[list[Any], str | None]:
+        """The newest entries at or below ``cap`` of the next ``limit`` keys after
+        ``start`` that ``branch_id`` itself wrote in ``space`` (``newest_rows``'s walk,
+        bounded), and the last key walked if the walk stopped before the end (None: no
+        key of the branch is left after these)."""
+        rows = self.conn.fetchall(
+            "WITH RECURSIVE k(key, n) AS ("
+            "SELECT (SELECT min(key) FROM rewind_entries WHERE branch_id = ? AND space = ? "
+            "AND key > ?), 1 "
+            "UNION ALL SELECT (SELECT min(key) FROM rewind_entries "
+            "WHERE branch_id = ? AND space = ? AND key > k.key), k.n + 1 "
+            "FROM k WHERE k.key IS NOT NULL AND k.n < ?) "
+            "SELECT k.key, e.kind, e.body, e.refs FROM k LEFT JOIN rewind_entries e "
+            "ON e.branch_id = ? AND e.space = ? AND e.key = k.key AND e.version = ("
+            "SELECT max(version) FROM rewind_entries "
+            "WHERE branch_id = ? AND space = ? AND key = k.key AND version <= ?) "
+            "WHERE k.key IS NOT NULL",
+            (branch_id, space, start, branch_id, space, limit, *(branch_id, space) * 2, cap),
+        )
+        walked = [row[0] for row in rows]
+        last = max(walked) if len(walked) >= limit else None
+        return [row for row in rows if row[1] is not None], last
+
     def newest_rows(
         self, branch_id: int, cap: int, space: str, columns: str, *, prefix: str | None = None
     ) -> list[Any]:

@@ -56,23 +56,47 @@ class KeySpace:
             values = {key: engine.decode(row.kind, row.body, row.refs) for key, row in rows.items()}
         return {key: value for key, value in values.items() if value is not MISSING}
 
-    def keys(self, prefix: str | None = None, *, as_of: AsOf = None) -> list[str]:
-        """The keys that exist at ``as_of`` (default: now), sorted, optionally by prefix."""
+    def keys(
+        self, prefix: str | None = None, *, as_of: AsOf = None, limit: int | None = None
+    ) -> list[str]:
+        """The keys that exist at ``as_of`` (default: now), sorted, optionally by prefix;
+        with ``limit``, the first ``limit`` of them only (and only those are read)."""
         if prefix is not None:
             check_text(prefix, "prefix")
+        if limit is not None:
+            check_count(limit, "limit")
+            if prefix is None:
+                return list(self._first(as_of, limit, decoded=False))
         engine = self._engine
         with engine.conn.lock:
             record = engine.branch(self._branch)
             version = engine.resolve_as_of(record, as_of)
             found = engine.entries(record, version, self.space, with_values=False, prefix=prefix)
-            return sorted(found)
+            return sorted(found)[:limit]
 
-    def items(self, *, as_of: AsOf = None) -> dict[str, Any]:
-        """Every key and its value at ``as_of`` (default: now)."""
+    def items(self, *, as_of: AsOf = None, limit: int | None = None) -> dict[str, Any]:
+        """Every key and its value at ``as_of`` (default: now), in key order; with
+        ``limit``, the first ``limit`` keys only (a page of a state too big to read whole:
+        only those are read and decoded)."""
+        if limit is not None:
+            check_count(limit, "limit")
+            return self._first(as_of, limit, decoded=True)
         engine = self._engine
         with engine.conn.lock:
             record = engine.branch(self._branch)
             return self._items_at(record, engine.resolve_as_of(record, as_of))
+
+    def _first(self, as_of: AsOf, limit: int, *, decoded: bool) -> dict[str, Any]:
+        """The first ``limit`` keys at ``as_of``, in key order, with their values if
+        ``decoded`` (else their stored forms), read in one snapshot."""
+        engine = self._engine
+        with engine.conn.lock, engine.conn.snapshot():
+            record = engine.branch(self._branch)
+            version = engine.resolve_as_of(record, as_of)
+            found = engine.first_entries(record, version, self.space, limit)
+            if not decoded:
+                return found
+            return {key: engine.decode(*row) for key, row in found.items()}
 
     def _items_at(self, record: BranchRecord, version: int) -> dict[str, Any]:
         engine = self._engine

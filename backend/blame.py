@@ -44,16 +44,23 @@ class LastWrite:
 
 
 def last_writes(
-    engine: Engine, record: BranchRecord, version: int
+    engine: Engine, record: BranchRecord, version: int, limit: int | None = None
 ) -> dict[str, dict[str, LastWrite]]:
-    """space -> key -> LastWrite for every key that exists at (record, version)."""
+    """space -> key -> LastWrite for every key that exists at (record, version); with
+    ``limit``, for the first ``limit`` keys of each space only."""
     newest: dict[tuple[str, str], tuple[int, int, int, str | None]] = {}
-    for branch_id, cap in engine.row_lineage(record, version):
+    if limit is not None:
         for space in SPACES:
-            for key, kind, entry_version, trigger in engine.newest_rows(
-                branch_id, cap, space, "e.kind, e.version, e.trigger"
-            ):
-                newest.setdefault((space, key), (kind, entry_version, branch_id, trigger))
+            keys = list(engine.first_entries(record, version, space, limit))
+            for key, row in engine.read_entries(record, version, space, keys).items():
+                newest[(space, key)] = (row.kind, row.version, row.branch_id, row.trigger)
+    else:
+        for branch_id, cap in engine.row_lineage(record, version):
+            for space in SPACES:
+                for key, kind, entry_version, trigger in engine.newest_rows(
+                    branch_id, cap, space, "e.kind, e.version, e.trigger"
+                ):
+                    newest.setdefault((space, key), (kind, entry_version, branch_id, trigger))
     live = {slot: row for slot, row in newest.items() if row[0] not in NO_VALUE}
     events = _events_at(engine, {(row[2], row[1]) for row in live.values()})
     stamps = _timestamps(engine, {row[1] for row in live.values()})

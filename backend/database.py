@@ -83,27 +83,35 @@ class _Primitives:
         """This branch's record (parent, fork point, head, ...)."""
         return self._db.branches.get(self.branch)
 
-    def snapshot(self, *, as_of: AsOf = None) -> dict[str, Any]:
+    def snapshot(self, *, as_of: AsOf = None, limit: int | None = None) -> dict[str, Any]:
         """All state of the branch at ``as_of``:
-        ``{"version": v, "kv": {...}, "json": {...}, "state": {...}}``."""
+        ``{"version": v, "kv": {...}, "json": {...}, "state": {...}}``; with ``limit``,
+        the first ``limit`` keys of each space only (a page of a big state)."""
+        if limit is not None:
+            check_count(limit, "limit")
         engine = self._db._engine
-        with engine.conn.lock:
+        with engine.conn.lock, engine.conn.snapshot():
             record = engine.branch(self.branch)
             version = engine.resolve_as_of(record, as_of)
             return {
                 "version": version,
-                "kv": self.kv.items(as_of=version),
-                "json": self.json.items(as_of=version),
-                "state": self.state.items(as_of=version),
+                "kv": self.kv.items(as_of=version, limit=limit),
+                "json": self.json.items(as_of=version, limit=limit),
+                "state": self.state.items(as_of=version, limit=limit),
             }
 
-    def blame(self, *, as_of: AsOf = None) -> dict[str, dict[str, LastWrite]]:
+    def blame(
+        self, *, as_of: AsOf = None, limit: int | None = None
+    ) -> dict[str, dict[str, LastWrite]]:
         """For every key at ``as_of``: the write (and the event in its version, if any)
-        that gave it its value. ``{"kv": {key: LastWrite}, "json": {...}, "state": {...}}``."""
+        that gave it its value. ``{"kv": {key: LastWrite}, "json": {...}, "state": {...}}``;
+        with ``limit``, for the first ``limit`` keys of each space only."""
+        if limit is not None:
+            check_count(limit, "limit")
         engine = self._db._engine
         with engine.conn.lock, engine.conn.snapshot():
             record = engine.branch(self.branch)
-            return last_writes(engine, record, engine.resolve_as_of(record, as_of))
+            return last_writes(engine, record, engine.resolve_as_of(record, as_of), limit)
 
     def key_history(
         self,

@@ -49,6 +49,9 @@ if TYPE_CHECKING:
 
 #: Steps on one page of a branch's story.
 STEPS_PAGE = 50
+#: The most keys of each space a step's state shows (a state of 100,000 keys is a page of
+#: them, not all: the rest are read by key or in the branch's key history).
+STATE_KEYS = 200
 #: Characters of an outcome or a label shown in a list (the step page shows all).
 SHORT_TEXT = 200
 
@@ -498,9 +501,9 @@ class Presenter(Decoder):
 
     def state(self, db: Database, step: Step) -> dict[str, Any]:
         """The state as of ``step``, named and decoded as a person reads it
-        (``{name: value}``); here, every key of every space, as ``space:key``, through
-        ``display``."""
-        snapshot = db.at(step.branch).snapshot(as_of=step.version)
+        (``{name: value}``); here, the first ``STATE_KEYS`` keys of each space, as
+        ``space:key``, through ``display``."""
+        snapshot = db.at(step.branch).snapshot(as_of=step.version, limit=STATE_KEYS)
         memo: dict[Any, Any] = {}
         return {
             f"{space}:{key}": self.display(value, memo)

@@ -78,6 +78,9 @@ class StepDetail(_DiffRows):
     wrote: tuple[Wrote, ...] = ()
     """What the tasks that made it wrote, as the presenter tells it (``Presenter.wrote``:
     "node agent wrote channel messages"); the raw events are among ``rows``."""
+    partial: bool = False
+    """A space holds more than ``presenters.STATE_KEYS`` keys: ``stored`` (and a plain
+    branch's ``state``) shows the first of them only."""
 
 
 @dataclass(frozen=True)
@@ -348,16 +351,19 @@ def step_detail(db: Database, branch: str, version: int) -> StepDetail:
             start = (step.branch, db.branches.get(step.branch).forked_at)
         diff = db.diff(start[0], step.branch, as_of_a=start[1], as_of_b=step.version, readable=True)
         rows = diff_rows(db, presenter, diff)
-        snapshot = db.at(step.branch).snapshot(as_of=step.version)
+        shown = presenters.STATE_KEYS
+        snapshot = db.at(step.branch).snapshot(as_of=step.version, limit=shown + 1)
+        spaces = ("kv", "json", "state")
         return StepDetail(
             branch,
             presenter.name,
             step,
             previous,
             presenter.state(db, step),
-            {space: snapshot[space] for space in ("kv", "json", "state")},
+            {space: dict(list(snapshot[space].items())[:shown]) for space in spaces},
             rows,
             presenter.wrote(db, step),
+            any(len(snapshot[space]) > shown for space in spaces),
         )
 
 

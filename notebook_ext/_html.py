@@ -15,6 +15,7 @@ from typing import Any
 
 from rewinddb import Change, presenters, rendering, story
 from rewinddb.presenters import (
+    STATE_KEYS,
     Fork,
     Interrupt,
     Message,
@@ -343,7 +344,11 @@ def state_html(detail: StepDetail) -> str:
         rendering.value_tree(value, name, open_levels=1, decode=False)
         for name, value in detail.state.items()
     )
-    return f"<div><b>state as of step {detail.step.number}</b></div>" + (body or "<i>empty</i>")
+    cut = ""
+    if detail.partial and len(detail.state) >= STATE_KEYS:
+        cut = f"<div><i>the first {STATE_KEYS} keys of each space</i></div>"
+    head = f"<div><b>state as of step {detail.step.number}</b></div>"
+    return head + (body or "<i>empty</i>") + cut
 
 
 def raw_html(detail: StepDetail) -> str:

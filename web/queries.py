@@ -12,13 +12,15 @@ from typing import Any
 
 import rewinddb
 from rewinddb import story
-from rewinddb.presenters import Fork, Presenter, presenter_for, to_dict
+from rewinddb.presenters import STATE_KEYS, Fork, Presenter, presenter_for, to_dict
 from rewinddb.story import status_text
 
 from .urls import branch_url, event_url, key_url, step_url
 
 #: Events on one page of a branch's timeline.
 PAGE_SIZE = 100
+#: The spaces of a state, in the order pages show them.
+SPACES = ("kv", "json", "state")
 #: Events of each side a comparison lists, from a little before the first that differs.
 LOG_LIMIT = 40
 #: Events committed in one version an event page looks for on either side of it.
@@ -211,17 +213,19 @@ def event_detail(
         first = event if together[0] == sequence else view.events.get(together[0])
         previous = _previous_point(db, view, info, first)
         state: dict[str, list[dict[str, Any]]] | None = None
+        partial = False
         diff = None
         if point is not None:
             here = db.at(point[0])
-            snapshot = here.snapshot(as_of=point[1])
-            blame = here.blame(as_of=point[1])
+            snapshot = here.snapshot(as_of=point[1], limit=STATE_KEYS + 1)
+            blame = here.blame(as_of=point[1], limit=STATE_KEYS)
+            partial = any(len(snapshot[space]) > STATE_KEYS for space in SPACES)
             state = {
                 space: [
                     _state_row(branch, space, key, value, blame[space].get(key))
-                    for key, value in snapshot[space].items()
+                    for key, value in list(snapshot[space].items())[:STATE_KEYS]
                 ]
-                for space in ("kv", "json", "state")
+                for space in SPACES
             }
             if previous is not None:
                 whole = db.diff(
@@ -244,6 +248,8 @@ def event_detail(
             "point": None if point is None else {"branch": point[0], "version": point[1]},
             "previous": previous,
             "state": state,
+            "state_partial": partial,
+            "state_keys": STATE_KEYS,
             "diff": diff,
             "unavailable": None
             if point is not None

@@ -121,6 +121,7 @@ def step_page(db: rewinddb.Database, branch: str, version: int) -> dict[str, Any
         "hidden_more": max(len(hidden) - DIFF_ROWS, 0),
         "hidden_count": len(hidden),
         "messages": [ChatItem("message", message=m) for m in detail.step.messages],
+        "state_keys": rewinddb.presenters.STATE_KEYS,
     }
 
 
