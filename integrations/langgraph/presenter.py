@@ -20,7 +20,10 @@ What it reads, and why it stays cheap on long threads:
   event names the key and version, ``value_at``) is read there only when it is shown;
 - a diff (``diff_rows``) reads each changed channel's stored value at both points and
   decodes only the items, members or value whose stored forms differ: a list that grew
-  by one message decodes that message alone.
+  by one message decodes that message alone. A list's old and new items are aligned on
+  their stored forms (common start and end, then ``SequenceMatcher`` on what is left;
+  messages by id where they differ), so one message removed early in a long thread is
+  one removed row, not every message after it changed.
 
 ``StepPage.total`` counts steps by LangGraph's step numbers (each checkpoint of a run is
 numbered one more than its parent; a thread starts at -1), so it costs one record; it
@@ -32,10 +35,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
 from datetime import datetime
+from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import rewinddb
@@ -1002,20 +1007,18 @@ class LangGraphPresenter(Presenter):
         memo: dict[Any, Any],
     ) -> tuple[Message, ...]:
         """The messages an ``update_state`` added or changed: the ``messages`` channel's
-        items that differ from the parent's (compared as stored, decoded when shown)."""
+        items that differ from the parent's, the lists aligned (``_item_pairs``: a
+        removed message changes no other), compared as stored, decoded when shown."""
         key = _names.channel_key(MESSAGES)
         now = _items(db.at(record.branch).kv.get(key, as_of=record.version))
         if now is None:
             return ()
-        before: list[Any] = []
+        earlier = None
         if parent is not None:
             earlier = _items(db.at(parent.branch).kv.get(key, as_of=parent.version))
-            before = earlier.stored if earlier is not None else []
-        changed = [
-            stored
-            for index, stored in enumerate(now.stored)
-            if index >= len(before) or before[index] != stored
-        ]
+        before = earlier if earlier is not None else _Items([], now.plain)
+        pairs = _stored_item_pairs(before.stored, now.stored, before.plain, now.plain, memo)
+        changed = [now.stored[index] for _, index in pairs if index is not None]
         return tuple(message(*now.decoded(stored, memo)) for stored in changed)
 
     def _changed_channels(self, record: _Record, parent: _Record | None) -> tuple[str, ...]:
@@ -1571,8 +1574,7 @@ def _channel_parts(old: Any, new: Any, memo: dict[Any, Any]) -> list[_Part]:
             stored_old is not ABSENT
             and stored_new is not ABSENT
             and plain_old == plain_new
-            and stored_old == stored_new
-            and (type(stored_old) is str or as_text(stored_old) == as_text(stored_new))
+            and _same_stored(stored_old, stored_new)
         ):
             return []
         shown_old = _member(stored_old, plain_old, memo)
@@ -1581,12 +1583,10 @@ def _channel_parts(old: Any, new: Any, memo: dict[Any, Any]) -> list[_Part]:
 
     if shape == "list":
         items_old, items_new = old["items"], new["items"]
-        start = 0
-        if not plain_old and not plain_new and items_new[: len(items_old)] == items_old:
-            start = len(items_old)  # a list that only grew (its items: encoded strings)
-        for index in range(start, max(len(items_old), len(items_new))):
-            before = items_old[index] if index < len(items_old) else ABSENT
-            after = items_new[index] if index < len(items_new) else ABSENT
+        for at_old, at_new in _stored_item_pairs(items_old, items_new, plain_old, plain_new, memo):
+            before = ABSENT if at_old is None else items_old[at_old]
+            after = ABSENT if at_new is None else items_new[at_new]
+            index = at_old if at_new is None else at_new
             for change in compare(before, after, index):
                 stored = ("items", index, *change.steps[1:])
                 parts.append(_Part(change, stored, ("items", index)))
@@ -1603,9 +1603,141 @@ def _channel_parts(old: Any, new: Any, memo: dict[Any, Any]) -> list[_Part]:
                     stored = (*anchor, 1, *change.steps[1:])
                 parts.append(_Part(change, stored, anchor))
     else:
-        for change in compare(old["value"], new["value"], ABSENT):
+        for change in _value_parts(old["value"], new["value"], plain_old, plain_new, memo):
             parts.append(_Part(change, ("value", *change.steps), ("value",)))
     return parts
+
+
+def _value_parts(
+    stored_old: Any, stored_new: Any, plain_old: bool, plain_new: bool, memo: dict[Any, Any]
+) -> list[ValueChange]:
+    """The changes of a channel stored as one value; a list (a serde that stores it
+    whole) is compared item by item as aligned (``_item_pairs``)."""
+    if plain_old == plain_new and _same_stored(stored_old, stored_new):
+        return []
+    shown_old = _member(stored_old, plain_old, memo)
+    shown_new = _member(stored_new, plain_new, memo)
+    if type(shown_old) is not list or type(shown_new) is not list:
+        return value_changes(shown_old, shown_new)
+    keys_old, keys_new = [_item_key(item) for item in shown_old], [_item_key(i) for i in shown_new]
+    found: list[ValueChange] = []
+    for at_old, at_new in _item_pairs(keys_old, keys_new, shown_old, shown_new):
+        before = ABSENT if at_old is None else shown_old[at_old]
+        after = ABSENT if at_new is None else shown_new[at_new]
+        found += value_changes(before, after, (at_old if at_new is None else at_new,))
+    return found
+
+
+def _same_stored(stored_old: Any, stored_new: Any) -> bool:
+    """Whether two stored items are the same (``1`` is not ``1.0`` nor ``True``)."""
+    return stored_old == stored_new and (
+        type(stored_old) is str or as_text(stored_old) == as_text(stored_new)
+    )
+
+
+def _item_key(item: Any) -> Any:
+    """A stored or decoded item as a key that is equal exactly when the items are."""
+    return item if type(item) is str else (as_text(item),)
+
+
+def _stored_item_pairs(
+    items_old: list[Any], items_new: list[Any], plain_old: bool, plain_new: bool, memo: dict
+) -> list[tuple[int | None, int | None]]:
+    """``_item_pairs`` of two stored lists: compared as stored (decoded only where they
+    differ, for the ids), or decoded when one is stored plain and the other not."""
+    if plain_old == plain_new:
+        keys_old, keys_new = [_item_key(i) for i in items_old], [_item_key(i) for i in items_new]
+    else:
+        keys_old = [_item_key(_member(item, plain_old, memo)) for item in items_old]
+        keys_new = [_item_key(_member(item, plain_new, memo)) for item in items_new]
+    return _item_pairs(
+        keys_old,
+        keys_new,
+        _Lazy(items_old, plain_old, memo),
+        _Lazy(items_new, plain_new, memo),
+    )
+
+
+class _Lazy:
+    """Stored items, each decoded when it is first read (``_item_pairs`` reads only the
+    ones that differ)."""
+
+    def __init__(self, stored: list[Any], plain: bool, memo: dict[Any, Any]) -> None:
+        self.stored, self.plain, self.memo = stored, plain, memo
+
+    def __getitem__(self, index: int) -> Any:
+        return _member(self.stored[index], self.plain, self.memo)
+
+
+#: Item comparisons an alignment may make (``SequenceMatcher``'s, counted beforehand);
+#: past it, the items that differ are compared by their place.
+_ALIGN_BUDGET = 200_000
+
+
+def _item_pairs(
+    keys_old: Sequence[Any], keys_new: Sequence[Any], shown_old: Any, shown_new: Any
+) -> list[tuple[int | None, int | None]]:
+    """Which items of an old list became which of a new one, for the items that differ
+    (``keys``: equal exactly when the items are; ``shown``: the items decoded, read only
+    where they differ): ``(old index, new index)`` for a changed item, ``(i, None)`` for
+    one removed, ``(None, j)`` for one added. The lists are aligned on their equal items
+    (a longest matching, after the common start and end), so a removed or inserted
+    message is one item, not every item after it; among the items that differ between
+    two equal runs, messages with the same id are one changed item, the others are
+    paired by place when neither has an id."""
+    start, end_old, end_new = 0, len(keys_old), len(keys_new)
+    while start < end_old and start < end_new and keys_old[start] == keys_new[start]:
+        start += 1
+    while end_old > start and end_new > start and keys_old[end_old - 1] == keys_new[end_new - 1]:
+        end_old, end_new = end_old - 1, end_new - 1
+    if start in (end_old, end_new):
+        blocks = [(start, end_old, start, end_new)]
+    else:
+        blocks = _differing_runs(keys_old, keys_new, start, end_old, end_new)
+    pairs: list[tuple[int | None, int | None]] = []
+    for old_from, old_to, new_from, new_to in blocks:
+        pairs += _run_pairs(range(old_from, old_to), range(new_from, new_to), shown_old, shown_new)
+    return pairs
+
+
+def _differing_runs(
+    keys_old: Sequence[Any], keys_new: Sequence[Any], start: int, end_old: int, end_new: int
+) -> list[tuple[int, int, int, int]]:
+    """The runs ``(old from, old to, new from, new to)`` of items that differ between
+    ``keys_old[start:end_old]`` and ``keys_new[start:end_new]``, as ``SequenceMatcher``
+    aligns them (one run, by place, when aligning would take too many comparisons)."""
+    middle_old, middle_new = keys_old[start:end_old], keys_new[start:end_new]
+    counts = Counter(middle_new)
+    if sum(counts.get(key, 0) for key in middle_old) > _ALIGN_BUDGET:
+        return [(start, end_old, start, end_new)]
+    matcher = SequenceMatcher(None, middle_old, middle_new, autojunk=False)
+    return [
+        (start + i1, start + i2, start + j1, start + j2)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        if tag != "equal"
+    ]
+
+
+def _run_pairs(
+    olds: range, news: range, shown_old: Any, shown_new: Any
+) -> list[tuple[int | None, int | None]]:
+    """The pairs of one run of differing items (see ``_item_pairs``): the new items in
+    their order (changed or added), then the old ones no new item took (removed)."""
+    if not olds or not news:
+        return [(i, None) for i in olds] + [(None, j) for j in news]
+    ids_old = {i: _id_of(shown_old[i]) for i in olds}
+    ids_new = {j: _id_of(shown_new[j]) for j in news}
+    by_id = {mid: i for i, mid in reversed(ids_old.items()) if mid is not None}
+    unnamed = iter([i for i in olds if ids_old[i] is None])
+    taken: set[int] = set()
+    pairs: list[tuple[int | None, int | None]] = []
+    for j in news:
+        mid = ids_new[j]
+        i = by_id.pop(mid, None) if mid is not None else next(unnamed, None)
+        if i is not None:
+            taken.add(i)
+        pairs.append((i, j))
+    return pairs + [(i, None) for i in olds if i not in taken]
 
 
 def _stored_part(blob: Any, tokens: tuple[Any, ...]) -> Any:
