@@ -1547,13 +1547,28 @@ def _member(stored: Any, plain: bool, memo: dict[Any, Any]) -> Any:
     return readable(stored, memo=memo)
 
 
-def _pairs(blob: dict[str, Any]) -> dict[str, tuple[int, Any]]:
-    """A stored dict's members by key, with their place among the pairs."""
+def _pairs(blob: dict[str, Any], start: int, end: int) -> dict[str, tuple[int, Any]]:
+    """A stored dict's members by key among its pairs ``start`` to ``end``, with their
+    place among the pairs."""
     found: dict[str, tuple[int, Any]] = {}
-    for index, pair in enumerate(blob["pairs"]):
+    pairs = blob["pairs"]
+    for index in range(start, end):
+        pair = pairs[index]
         if isinstance(pair, list) and len(pair) == 2:
             found.setdefault(str(pair[0]), (index, pair[1]))
     return found
+
+
+def _same_ends(old: list[Any], new: list[Any]) -> tuple[int, int, int]:
+    """(start, old end, new end): the stored items or pairs between are the ones that
+    are not the same at both ends (``_same_stored``), so a dict that gained a member is
+    compared at that member alone."""
+    start, end_old, end_new = 0, len(old), len(new)
+    while start < end_old and start < end_new and _same_stored(old[start], new[start]):
+        start += 1
+    while end_old > start and end_new > start and _same_stored(old[end_old - 1], new[end_new - 1]):
+        end_old, end_new = end_old - 1, end_new - 1
+    return start, end_old, end_new
 
 
 def _channel_parts(old: Any, new: Any, memo: dict[Any, Any]) -> list[_Part]:
@@ -1591,7 +1606,10 @@ def _channel_parts(old: Any, new: Any, memo: dict[Any, Any]) -> list[_Part]:
                 stored = ("items", index, *change.steps[1:])
                 parts.append(_Part(change, stored, ("items", index)))
     elif shape == "dict":
-        pairs_old, pairs_new = _pairs(old), _pairs(new)
+        start, end_old, end_new = 0, len(old["pairs"]), len(new["pairs"])
+        if plain_old == plain_new:
+            start, end_old, end_new = _same_ends(old["pairs"], new["pairs"])
+        pairs_old, pairs_new = _pairs(old, start, end_old), _pairs(new, start, end_new)
         for name in [*pairs_new, *(name for name in pairs_old if name not in pairs_new)]:
             at_old, before = pairs_old.get(name, (None, ABSENT))
             at_new, after = pairs_new.get(name, (None, ABSENT))
