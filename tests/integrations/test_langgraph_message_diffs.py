@@ -7,10 +7,12 @@ grew reads as the texts it gained. The stored diff is all there still (hidden ro
 from __future__ import annotations
 
 import operator
+from itertools import pairwise
 from typing import Annotated, Any
 
 from chat_graphs import thread
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import START, StateGraph, add_messages
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from typing_extensions import TypedDict
@@ -27,10 +29,12 @@ class Chat(TypedDict):
     messages: Annotated[list, add_messages]
 
 
-def _long_thread(db: rewinddb.Database, node: Any, thread_id: str) -> Any:
+def _long_thread(
+    db: rewinddb.Database, node: Any, thread_id: str, saver: RewindSaver | None = None
+) -> Any:
     """A graph whose node ``node`` runs on a thread of ``LONG`` messages (ids m0, m1, ...)."""
     builder = StateGraph(Chat).add_node("edit", node).add_edge(START, "edit")
-    graph = builder.compile(checkpointer=RewindSaver(db))
+    graph = builder.compile(checkpointer=saver or RewindSaver(db))
     graph.update_state(thread(thread_id), {"messages": _messages(LONG)})
     return graph
 
@@ -87,6 +91,24 @@ def test_a_message_removed_early_in_a_long_thread_is_one_removed_row(
     assert (path, kind, _content(old), new) == ("messages[3]", "removed", "answer 3", None)
     assert old["id"] == "m3"
     _keeps_the_stored_diff(db, "lg/r", detail)
+
+
+class _OwnSerde(JsonPlusSerializer):
+    """Not the stock serializer: the saver stores each channel value whole."""
+
+
+def test_a_list_stored_whole_aligns_its_items(db: rewinddb.Database) -> None:
+    """With a serde of the user's own the messages are one stored value, decoded whole:
+    the removal is still the one removed row."""
+    saver = RewindSaver(db, serde=_OwnSerde())
+    graph = _long_thread(db, lambda s: {"messages": [RemoveMessage(id="m3")]}, "w", saver)
+    graph.invoke(None, thread("w"))
+    stored = db.at("lg/w").kv.get("channel/messages")
+    assert stored["type"] == "value"
+    detail = _last(db, "lg/w", label="edit")
+    ((path, kind, old, new),) = _rows(detail)
+    assert (path, kind, _content(old), new) == ("messages[3]", "removed", "answer 3", None)
+    _keeps_the_stored_diff(db, "lg/w", detail)
 
 
 def test_a_removal_by_update_state_adds_no_message_to_the_step(db: rewinddb.Database) -> None:
@@ -205,3 +227,45 @@ def test_a_dict_channel_reads_as_before(db: rewinddb.Database) -> None:
         ('notes["c"]', "removed", 3, None),
     ]
     _keeps_the_stored_diff(db, "lg/n", detail)
+
+
+def _consistent(old: list[Any], new: list[Any], pairs: list[tuple[Any, Any]]) -> bool:
+    """Whether ``pairs`` is an alignment of ``old`` to ``new``: each item in one pair at
+    most, the items in none equal one to one, in order, and no pair crossing another."""
+    olds = [i for i, _ in pairs if i is not None]
+    news = [j for _, j in pairs if j is not None]
+    if len(set(olds)) != len(olds) or len(set(news)) != len(news):
+        return False
+    kept_old = [old[i] for i in range(len(old)) if i not in set(olds)]
+    kept_new = [new[j] for j in range(len(new)) if j not in set(news)]
+    both = sorted((i, j) for i, j in pairs if i is not None and j is not None)
+    ordered = all(a[1] < b[1] for a, b in pairwise(both))
+    return kept_old == kept_new and ordered
+
+
+def test_the_alignment_is_one_of_the_lists_however_they_differ() -> None:
+    """Random edits of lists of few distinct texts (many repeats), and lists past the
+    comparison budget: the pairs always align the old list to the new one."""
+    from random import Random
+
+    from rewinddb.integrations.langgraph.presenter import _item_pairs
+
+    rng = Random(7)
+    for _ in range(300):
+        old = [rng.choice("abcd") for _ in range(rng.randrange(30))]
+        new = list(old)
+        for _ in range(rng.randrange(5)):
+            at = rng.randrange(len(new) + 1)
+            edit = rng.choice(("insert", "remove", "change"))
+            if edit == "insert" or not new:
+                new.insert(at, rng.choice("abcde"))
+            elif edit == "remove":
+                del new[min(at, len(new) - 1)]
+            else:
+                new[min(at, len(new) - 1)] = rng.choice("abcde")
+        assert _consistent(old, new, _item_pairs(old, new, old, new)), (old, new)
+    many = ["t"] * 3000
+    changed = ["t", "u"] * 1500  # past the budget: compared by place
+    pairs = _item_pairs(many, changed, many, changed)
+    assert _consistent(many, changed, pairs)
+    assert {j for _, j in pairs if j is not None and changed[j] == "u"} == set(range(1, 3000, 2))
