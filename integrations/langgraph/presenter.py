@@ -1659,10 +1659,17 @@ def _item_key(item: Any) -> Any:
 
 
 def _stored_item_pairs(
-    items_old: list[Any], items_new: list[Any], plain_old: bool, plain_new: bool, memo: dict
+    items_old: list[Any],
+    items_new: list[Any],
+    plain_old: bool,
+    plain_new: bool,
+    memo: dict[Any, Any],
 ) -> list[tuple[int | None, int | None]]:
     """``_item_pairs`` of two stored lists: compared as stored (decoded only where they
     differ, for the ids), or decoded when one is stored plain and the other not."""
+    if not plain_old and not plain_new and items_new[: len(items_old)] == items_old:
+        # A list that only grew (its items: encoded strings, compared in one pass in C).
+        return [(None, index) for index in range(len(items_old), len(items_new))]
     if plain_old == plain_new:
         keys_old, keys_new = [_item_key(i) for i in items_old], [_item_key(i) for i in items_new]
     else:
