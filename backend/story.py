@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from . import presenters
 from ._values import same
 from .diff import Diff, KeyVersion, Point
-from .errors import EventNotFound, NotFoundError
+from .errors import EventNotFound, HistoryUnavailableError, NotFoundError
 from .models import Branch, Event
 from .presenters import (
     STEPS_PAGE,
@@ -81,6 +81,10 @@ class StepDetail(_DiffRows):
     partial: bool = False
     """A space holds more than ``presenters.STATE_KEYS`` keys: ``stored`` (and a plain
     branch's ``state``) shows the first of them only."""
+    kept_from: int | None = None
+    """The version the diff starts at when the step before it (or its branch's start)
+    lies below a retention cut: the branch's history is kept from there on (else None,
+    and the diff starts at ``previous``)."""
 
 
 @dataclass(frozen=True)
@@ -349,7 +353,18 @@ def step_detail(db: Database, branch: str, version: int) -> StepDetail:
             start = (previous.branch, previous.version)
         else:  # the first step: from the start of the history that holds it
             start = (step.branch, db.branches.get(step.branch).forked_at)
-        diff = db.diff(start[0], step.branch, as_of_a=start[1], as_of_b=step.version, readable=True)
+        kept_from = None
+        try:
+            diff = db.diff(
+                start[0], step.branch, as_of_a=start[1], as_of_b=step.version, readable=True
+            )
+        except HistoryUnavailableError as error:  # retention removed the start: from its cut
+            kept_from = error.details.get("kept_from")
+            if not isinstance(kept_from, int) or kept_from > step.version:
+                raise
+            diff = db.diff(
+                step.branch, step.branch, as_of_a=kept_from, as_of_b=step.version, readable=True
+            )
         rows = diff_rows(db, presenter, diff)
         shown = presenters.STATE_KEYS
         snapshot = db.at(step.branch).snapshot(as_of=step.version, limit=shown + 1)
@@ -364,6 +379,7 @@ def step_detail(db: Database, branch: str, version: int) -> StepDetail:
             rows,
             presenter.wrote(db, step),
             any(len(snapshot[space]) > shown for space in spaces),
+            kept_from,
         )
 
 

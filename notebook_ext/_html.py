@@ -304,9 +304,12 @@ def detail_html(detail: StepDetail, *, show_hidden: bool, fork: Fork | None = No
     greyed), each list cut at ``DIFF_ROWS``."""
     step = detail.step
     added = chat_html(Transcript(step.messages, 0, len(step.messages), step.interrupts))
-    since = (
-        f"step {detail.previous.number}" if detail.previous is not None else "the branch's start"
-    )
+    if detail.kept_from is not None:  # (the step before lies below a retention cut)
+        since = f"version {detail.kept_from} (the history before it was removed by retention)"
+    elif detail.previous is not None:
+        since = f"step {detail.previous.number}"
+    else:
+        since = "the branch's start"
     hidden = detail.hidden_count
     events = [r for r in detail.visible if r.change.primitive == "events"]
     rows = [

@@ -627,11 +627,17 @@ class LangGraphPresenter(Presenter):
         self, db: rewinddb.Database, branch: rewinddb.Branch
     ) -> tuple[str, int] | None:
         """(the live branch of another thread that wrote the checkpoint ``branch`` sees
-        at its fork point, that checkpoint's version), or None."""
+        at its fork point, that checkpoint's version), or None (also when retention cut
+        the branch's history above its fork point: what it saw there is not kept)."""
         mine = _names.parse_branch(branch.name)
+        if mine is None or branch.forked_at == 0:  # (forked from nothing: not a copy)
+            return None
         view = db.at(branch.name)
-        at = view.kv.history(_names.CHECKPOINT_KEY, as_of=branch.forked_at, limit=1)
-        if mine is None or not at:
+        try:
+            at = view.kv.history(_names.CHECKPOINT_KEY, as_of=branch.forked_at, limit=1)
+        except rewinddb.HistoryUnavailableError:
+            return None
+        if not at:
             return None
         writer = at[-1].branch
         theirs = _names.parse_branch(writer)
@@ -667,18 +673,26 @@ class LangGraphPresenter(Presenter):
     def _title(self, name: str, db: rewinddb.Database | None = None) -> str:
         """A branch as people name its thread (``t``, ``t / ns``, ``t~1f2e3d4c``): a
         thread id or namespace that stands as its digest in the name by the one the
-        namespace's record in the saver's index keeps (``thread``, ``ns``)."""
+        namespace's record in the saver's index keeps (``thread``, ``ns``), and the
+        namespace's first branch by the thread alone (a pruned thread's kept checkpoints
+        written anew stand on a ``~`` branch that is now its main line)."""
         parsed = _names.parse_branch(name)
         if parsed is None:
             return name
         thread, namespace, fork = parsed
         digested = isinstance(thread, _names.Digest) or isinstance(namespace, _names.Digest)
-        if digested and db is not None and db.branches.exists(_names.INDEX_BRANCH):
+        if (
+            (digested or fork is not None)
+            and db is not None
+            and db.branches.exists(_names.INDEX_BRANCH)
+        ):
             record = db.at(_names.INDEX_BRANCH).kv.get(_names.namespace_key(thread, namespace))
             if isinstance(record, dict):
                 kept_thread, kept_ns = record.get("thread"), record.get("ns")
                 thread = kept_thread if isinstance(kept_thread, str) else thread
                 namespace = kept_ns if isinstance(kept_ns, str) else namespace
+                if record.get("main") == name:
+                    fork = None
         title = f"{thread} / {namespace}" if namespace else thread
         return f"{title}~{fork}" if fork is not None else title
 
@@ -862,7 +876,10 @@ class LangGraphPresenter(Presenter):
         newest: str | None,
         grouped: dict[str, list[_Write]],
     ) -> None:
-        after = view.events.length(as_of=oldest.version) - 1
+        try:
+            after = view.events.length(as_of=oldest.version) - 1
+        except rewinddb.HistoryUnavailableError:  # (below a retention cut: its log starts
+            after = -1  # at the cut, so every write it keeps is read from its start)
         read = 0
         while read < _MAX_EVENTS:
             items = view.events.list(after=after if after >= 0 else None, limit=_CHUNK)
