@@ -193,6 +193,9 @@ class _Write:
     kept: _Kept | None = dataclass_field(default=None, compare=False)
     branch: str = dataclass_field(default="", compare=False)
     """The branch whose log holds the event."""
+    push: int | None = dataclass_field(default=None, compare=False)
+    """Of a ``Send`` task: its packet's index in the checkpoint's task channel (the
+    packet names the node; ``_sent_nodes``)."""
 
 
 class _TextRole:
@@ -269,7 +272,8 @@ def _record(entry: HistoryEntry) -> _Record | None:
 
 def _node(task_path: Any) -> str | None:
     """The node of a task path (``~__pregel_pull, agent`` -> ``agent``); None for the
-    null task (a resume, an update)."""
+    null task (a resume, an update). A ``Send`` task's path names no node (``send``
+    until its packet is read: ``_sent_nodes``)."""
     if not isinstance(task_path, str) or not task_path:
         return None
     parts = [part.strip() for part in task_path.lstrip("~").split(",")]
@@ -278,6 +282,52 @@ def _node(task_path: Any) -> str | None:
     if parts[0] == "__pregel_push":
         return "send"
     return parts[0] or None
+
+
+def _push_index(task_path: Any) -> int | None:
+    """The packet index of a ``Send`` task's path (``~__pregel_push, 0000000001,
+    0000000000``: LangGraph's ``(PUSH, index, False)``); None for any other task."""
+    if not isinstance(task_path, str):
+        return None
+    parts = [part.strip() for part in task_path.lstrip("~").split(",")]
+    if parts[0] != "__pregel_push" or len(parts) not in (2, 3) or not parts[1].isdigit():
+        return None
+    return int(parts[1])
+
+
+def _packet_node(packet: Any) -> str | None:
+    """The node a decoded ``Send`` packet goes to (``Send(node, arg)``)."""
+    if not isinstance(packet, dict) or not str(packet.get("__class__", "")).endswith("Send"):
+        return None
+    value = packet.get("value")
+    node = value[0] if isinstance(value, list) and value else packet.get("node")
+    return node if isinstance(node, str) and node else None
+
+
+def _sent_nodes(
+    db: rewinddb.Database, branch: str, version: int, writes: list[_Write], memo: dict[Any, Any]
+) -> list[_Write]:
+    """One checkpoint's ``writes`` (on ``branch`` at ``version``) with each ``Send``
+    task named after its node, as LangGraph names the task (``get_state(...).tasks``):
+    the node of the packet its path indexes in that checkpoint's task channel."""
+    wanted = {write.push for write in writes if write.push is not None}
+    if not wanted:
+        return writes
+    try:
+        items = _items(db.at(branch).kv.get(_names.channel_key(_TASKS), as_of=version))
+    except rewinddb.RewindError:  # (its history pruned, the branch gone)
+        items = None
+    if items is None:
+        return writes
+    nodes = {
+        index: node
+        for index in wanted
+        if index < len(items.stored)
+        and (node := _packet_node(items.decoded(items.stored[index], memo)[0])) is not None
+    }
+    return [
+        replace(write, node=nodes[write.push]) if write.push in nodes else write for write in writes
+    ]
 
 
 def _write(event: Event, db: rewinddb.Database) -> _Write | None:
@@ -297,6 +347,7 @@ def _write(event: Event, db: rewinddb.Database) -> _Write | None:
         payload.get("value"),
         _Kept(db, event.branch, payload) if _kept.kept(payload) else None,
         event.branch,
+        _push_index(payload.get("task_path")),
     )
 
 
@@ -436,6 +487,7 @@ class LangGraphPresenter(Presenter):
         length = events if as_of is None else view.events.length(as_of=as_of)
         recent = self._recent_writes(db, view, length, as_of)
         own = [write for write in recent if write.checkpoint == head.id]
+        own = _sent_nodes(db, head.branch, head.version, own, memo)
         status, waiting, failure = self._status(view, head, own, memo, as_of)
         texts = _TextRole(view, as_of, memo)
         outcome = failure or self._last_answer(view, head, recent, memo, texts, as_of)
@@ -866,6 +918,12 @@ class LangGraphPresenter(Presenter):
             oldest = min(records, key=lambda record: record.version)
             newest = max(records, key=lambda record: record.version)
             self._read_writes(db, db.at(branch), oldest, newest.id, grouped)
+        memo: dict[Any, Any] = {}
+        for record in (first, *page):
+            if record.id in grouped:
+                grouped[record.id] = _sent_nodes(
+                    db, record.branch, record.version, grouped[record.id], memo
+                )
         return grouped
 
     def _read_writes(
@@ -933,7 +991,7 @@ class LangGraphPresenter(Presenter):
             channels = tuple(dict.fromkeys(w.channel for w in made if not _bookkeeping(w.channel)))
         if not record.stored:
             label = "undecodable"
-        added = self._with_failures(added, own, memo)
+        added = self._with_failures(added, own, memo, texts)
         return Step(
             version=record.version,
             branch=record.branch,
@@ -957,14 +1015,19 @@ class LangGraphPresenter(Presenter):
         )
 
     def _with_failures(
-        self, added: tuple[Message, ...], own: Sequence[_Write], memo: dict[Any, Any]
+        self,
+        added: tuple[Message, ...],
+        own: Sequence[_Write],
+        memo: dict[Any, Any],
+        texts: _TextRole,
     ) -> tuple[Message, ...]:
         """A step's messages with the tasks that ran from it and failed (LangGraph keeps
         each error as the checkpoint's ``__error__`` write, and ``get_state_history``
         reports it as that checkpoint's task's ``error``): each is an ``error`` message
         named after its node, saying whether the task ran again. Until one that failed
-        runs again, the tool calls the step asked for have its error as their result
-        (no later step answers them)."""
+        runs again, no later step answers the tool calls the step asked for: those a
+        task that succeeded there answered (its pending writes) have that result, the
+        others the error."""
         errors = [write for write in own if write.channel == ERROR]
         if not errors:
             return added
@@ -974,10 +1037,20 @@ class LangGraphPresenter(Presenter):
             error = _error_text(write, memo)
             text = f"{error} (it ran again)" if write.task in again else error
             failures.append(Message("error", text, name=write.node))
-        stuck = [_error_text(write, memo) for write in errors if write.task not in again]
+        stuck = [write for write in errors if write.task not in again]
         if stuck:
-            failed = {call.id: f"failed: {stuck[0]}" for m in added for call in m.tool_calls}
-            added = tuple(_with_results(m, failed, missing_only=True) for m in added)
+            failing = {write.task for write in stuck}
+            answered = _answers(
+                self._messages([w for w in own if w.task not in failing], memo, texts)
+            )
+            error = _error_text(stuck[0], memo)
+            failed = {call.id: f"failed: {error}" for m in added for call in m.tool_calls}
+            added = tuple(
+                _with_results(
+                    _with_results(m, answered, missing_only=True), failed, missing_only=True
+                )
+                for m in added
+            )
         return (*added, *failures)
 
     def _messages(
@@ -1157,7 +1230,8 @@ class LangGraphPresenter(Presenter):
                 later = message(*items.decoded(stored, memo))
                 if later.tool_call_id in wanted:
                     results[later.tool_call_id] = later.text
-            interrupts, failures = self._thread_writes(db, view, branch, as_of, memo)
+            texts = _TextRole(view, as_of, memo)
+            interrupts, failures = self._thread_writes(db, view, branch, as_of, memo, texts)
             page = [_with_results(m, results) for m in page]
             page = [_failed_calls(m, failures) for m in page]
         return Transcript(tuple(page), start, total, tuple(interrupts))
@@ -1317,10 +1391,11 @@ class LangGraphPresenter(Presenter):
         branch: str,
         as_of: int | None,
         memo: dict[Any, Any],
-    ) -> tuple[list[Interrupt], dict[int, str]]:
+        texts: _TextRole,
+    ) -> tuple[list[Interrupt], dict[int, _Failure]]:
         """Every interrupt of the branch's history as of ``as_of``, with its answer, and
         the checkpoints (by version) a task failed at and did not run again from, with
-        the error."""
+        the error and the calls the tasks that succeeded there answered."""
         items = view.events.list(as_of=as_of, event_type=_names.WRITE_EVENT, search='"channel":"__')
         seen = {(item.event.branch, item.event.sequence) for item in items}
         for item in self._inherited_writes(db, branch, as_of):
@@ -1334,19 +1409,50 @@ class LangGraphPresenter(Presenter):
         parsed = _names.parse_branch(branch)
         index = db.at(_names.INDEX_BRANCH) if db.branches.exists(_names.INDEX_BRANCH) else None
         found: list[Interrupt] = []
-        failures: dict[int, str] = {}
+        failures: dict[int, _Failure] = {}
         for checkpoint_id, writes in grouped.items():
             version = None
             if index is not None and parsed is not None:
                 entry = index.kv.get(_names.checkpoint_key(parsed[0], parsed[1], checkpoint_id))
                 if isinstance(entry, dict) and type(entry.get("version")) is int:
                     version = entry["version"]
+                    holder = entry.get("branch")
+                    if isinstance(holder, str):
+                        writes = _sent_nodes(db, holder, version, writes, memo)
             found.extend(self._interrupts(writes, version, memo))
             again = {write.task for write in _retried(writes)}
-            for write in writes:
-                if write.channel == ERROR and write.task not in again and version is not None:
-                    failures.setdefault(version, _error_text(write, memo))
+            stuck = [w for w in writes if w.channel == ERROR and w.task not in again]
+            if stuck and version is not None:
+                answered = self._answered(db, checkpoint_id, stuck, as_of, memo, texts)
+                failures[version] = _Failure(_error_text(stuck[0], memo), answered)
         return found, failures
+
+    def _answered(
+        self,
+        db: rewinddb.Database,
+        checkpoint_id: str,
+        stuck: Sequence[_Write],
+        as_of: int | None,
+        memo: dict[Any, Any],
+        texts: _TextRole,
+    ) -> dict[str | None, str]:
+        """The results (by call id) of the tool calls that the tasks which did not fail
+        at a checkpoint answered in its pending writes (``stuck``: its errors; the
+        messages channel never got them, as that step never completed)."""
+        failing = {write.task for write in stuck}
+        items = db.at(stuck[0].branch).events.list(
+            as_of=as_of,
+            event_type=_names.WRITE_EVENT,
+            search=f'"checkpoint_id":"{checkpoint_id}"',
+        )
+        writes = [
+            write
+            for item in items
+            if (write := _write(item.event, db)) is not None
+            and write.checkpoint == checkpoint_id
+            and write.task not in failing
+        ]
+        return _answers(self._messages(writes, memo, texts))
 
     def _inherited_writes(
         self, db: rewinddb.Database, branch: str, as_of: int | None
@@ -1978,13 +2084,28 @@ def _with_results(
     return replace(found, tool_calls=calls)
 
 
-def _failed_calls(found: Message, failures: dict[int, str]) -> Message:
-    """``found`` with the calls no result answered failed, where a task failed at the
-    step that added it (``failures``: by the step's version) and did not run again."""
-    error = failures.get(found.step) if found.step is not None else None
-    if error is None or not found.tool_calls:
+class _Failure(NamedTuple):
+    """A task's error at a checkpoint it did not run again from, and the results (by
+    call id) of the tool calls the tasks that succeeded there answered."""
+
+    error: str
+    answered: dict[str | None, str]
+
+
+def _answers(messages: Iterable[Message]) -> dict[str | None, str]:
+    """The results among ``messages``, by the id of the call each answers."""
+    return {m.tool_call_id: m.text for m in messages if m.tool_call_id}
+
+
+def _failed_calls(found: Message, failures: dict[int, _Failure]) -> Message:
+    """``found`` with its calls' results where a task failed at the step that added it
+    (``failures``: by the step's version) and did not run again: those the other tasks
+    answered there have that result, the calls no result answered the error."""
+    failure = failures.get(found.step) if found.step is not None else None
+    if failure is None or not found.tool_calls:
         return found
-    failed = {call.id: f"failed: {error}" for call in found.tool_calls}
+    found = _with_results(found, failure.answered, missing_only=True)
+    failed = {call.id: f"failed: {failure.error}" for call in found.tool_calls}
     return _with_results(found, failed, missing_only=True)
 
 

@@ -1,0 +1,138 @@
+"""Parallel tool calls run as ``Send`` tasks, told as LangGraph itself reports them
+(``get_state(...).tasks``, ``get_state_history``): one task failing fails only its own
+call (the other's result is in the checkpoint's pending writes), and the step the tasks
+made, its writes and its errors are named after the node they ran, not ``send``."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any
+
+import pytest
+from chat_graphs import thread
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import Send
+from typing_extensions import TypedDict
+
+import rewinddb
+from rewinddb import story
+from rewinddb.integrations.langgraph import RewindSaver
+from rewinddb.presenters import presenter_for
+
+ERROR = "ValueError('weather service timeout')"
+
+
+class Trip(TypedDict):
+    messages: Annotated[list, add_messages]
+    results: Annotated[list, operator.add]
+
+
+def _trip_graph(saver: RewindSaver, fails: int) -> Any:
+    """planner (two tool calls) -> one ``Send("tool_worker", call)`` per call; the
+    weather call raises its first ``fails`` times, the hotel call always answers."""
+    failing = {"weather": fails}
+
+    def planner(state: Trip) -> dict:
+        calls = [
+            {"name": "search_hotels", "args": {"city": "Rome"}, "id": "call_hotels"},
+            {"name": "weather", "args": {"city": "Rome"}, "id": "call_weather"},
+        ]
+        return {"messages": [AIMessage(content="Planning trip: Rome", tool_calls=calls)]}
+
+    def fan_out(state: Trip) -> list[Send]:
+        return [Send("tool_worker", {"call": c}) for c in state["messages"][-1].tool_calls]
+
+    def tool_worker(arg: dict) -> dict:
+        call = arg["call"]
+        if call["name"] == "weather" and failing["weather"] > 0:
+            failing["weather"] -= 1
+            raise ValueError("weather service timeout")
+        out = {"search_hotels": "Hotel Avenida in Rome", "weather": "sunny in Rome"}[call["name"]]
+        answer = ToolMessage(content=out, tool_call_id=call["id"], name=call["name"])
+        return {"messages": [answer], "results": [out]}
+
+    builder = StateGraph(Trip).add_node("planner", planner).add_node("tool_worker", tool_worker)
+    builder.add_edge(START, "planner").add_conditional_edges("planner", fan_out, ["tool_worker"])
+    return builder.compile(checkpointer=saver)
+
+
+def _answers(task: Any) -> dict[str, str]:
+    """The tool results (call id -> text) a task LangGraph reports wrote."""
+    written = task.result.get("messages", []) if isinstance(task.result, dict) else []
+    return {m.tool_call_id: m.content for m in written if isinstance(m, ToolMessage)}
+
+
+def test_one_failed_parallel_tool_fails_only_its_own_call(db: rewinddb.Database) -> None:
+    """LangGraph reports the weather task failed and the hotel task done (its result in
+    the checkpoint's pending writes): the step and the transcript show the hotel call's
+    result, and only the weather call failed, in an error named after its node."""
+    graph = _trip_graph(RewindSaver(db), fails=1)
+    with pytest.raises(ValueError, match="weather service timeout"):
+        graph.invoke({"messages": [("user", "Rome")]}, thread("failed-one"))
+    state = graph.get_state(thread("failed-one"))
+    failed = [
+        (t.name, repr(t.error) if not isinstance(t.error, str) else t.error)
+        for t in state.tasks
+        if t.error
+    ]
+    assert failed == [("tool_worker", ERROR)]
+    answered: dict[str, str] = {}
+    for task in state.tasks:
+        if not task.error:
+            answered.update(_answers(task))
+    assert answered == {"call_hotels": "Hotel Avenida in Rome"}
+    expected = {
+        "call_hotels": "Hotel Avenida in Rome",
+        "call_weather": f"failed: {ERROR}",
+    }
+    told = story.branch_story(db, "lg/failed-one")
+    assert told.summary.status == "failed"
+    checkpoint = state.config["configurable"]["checkpoint_id"]
+    (asked,) = [s for s in told.steps.steps if s.id == checkpoint]
+    calls = {c.id: c.result for m in asked.messages for c in m.tool_calls}
+    assert calls == expected
+    errors = [(m.name, m.text) for m in asked.messages if m.role == "error"]
+    assert errors == failed
+    assert told.transcript is not None
+    cards = {c.id: c.result for m in told.transcript.messages for c in m.tool_calls}
+    assert cards == expected
+
+
+def test_the_step_send_tasks_made_is_named_after_their_node(db: rewinddb.Database) -> None:
+    """After a retry, the step the two ``Send`` tasks made reads as LangGraph names
+    them (``tool_worker``, once, as a node that ran twice), retried; what each wrote is
+    "node tool_worker wrote channel ..."; the error kept at its checkpoint is named so."""
+    graph = _trip_graph(RewindSaver(db), fails=1)
+    with pytest.raises(ValueError, match="weather service timeout"):
+        graph.invoke({"messages": [("user", "Rome")]}, thread("retried"))
+    graph.invoke(None, thread("retried"))
+    history = {
+        s.config["configurable"]["checkpoint_id"]: s
+        for s in graph.get_state_history(thread("retried"))
+    }
+    (ran_from,) = [s for s in history.values() if s.next == ("tool_worker", "tool_worker")]
+    names = {t.name for t in ran_from.tasks}
+    assert names == {"tool_worker"}
+    assert [t.name for t in ran_from.tasks if t.error] == ["tool_worker"]
+    steps = story.branch_story(db, "lg/retried").steps.steps
+    (made,) = [
+        s
+        for s in steps
+        if (snap := history.get(s.id or "")) is not None
+        and snap.parent_config is not None
+        and snap.parent_config["configurable"]["checkpoint_id"]
+        == ran_from.config["configurable"]["checkpoint_id"]
+    ]
+    assert made.nodes == ("tool_worker",)
+    assert made.label == "tool_worker (retried)"
+    presenter = presenter_for(db.branches.get("lg/retried"))
+    wrote = {w.text for w in presenter.wrote(db, made)}
+    assert wrote == {
+        "node tool_worker wrote channel messages",
+        "node tool_worker wrote channel results",
+    }
+    (asked,) = [s for s in steps if s.id == ran_from.config["configurable"]["checkpoint_id"]]
+    errors = [(m.name, m.text) for m in asked.messages if m.role == "error"]
+    assert errors == [("tool_worker", f"{ERROR} (it ran again)")]
