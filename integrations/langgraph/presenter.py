@@ -437,6 +437,8 @@ class LangGraphPresenter(Presenter):
         kind = "subgraph" if namespace else "thread"
         title = self._title(branch.name, db)  # a fork keeps its ~suffix: two attempts, two names
         with db.read():
+            if namespace and parsed[2] is None:
+                title = self._title(branch.name, db, self._ran_in(db, branch.name, thread_id))
             fork = self.fork(db, branch)
             told = self._told(db, branch.name, branch.events, as_of)
             held = self._held(db, branch.name)
@@ -722,12 +724,28 @@ class LangGraphPresenter(Presenter):
         found = entry.get("branch") if isinstance(entry, dict) else None
         return found if isinstance(found, str) and db.branches.exists(found) else None
 
-    def _title(self, name: str, db: rewinddb.Database | None = None) -> str:
+    def _ran_in(self, db: rewinddb.Database, branch: str, thread_id: str) -> str | None:
+        """The attempt of its thread (a time-travel fork: ``t~1f2e3d4c``) a subgraph's
+        branch ran in: the branch the saver's index puts its root checkpoint on (its
+        checkpoints' ``parents`` metadata names it); None for the thread's main line."""
+        head = self._newest(db.at(branch))
+        metadata = head.stored.get("metadata") if head is not None else None
+        parents = metadata.get("parents") if isinstance(metadata, dict) else None
+        root = parents.get("") if isinstance(parents, dict) else None
+        holder = self._holder(db, thread_id, "", root) if isinstance(root, str) else None
+        parsed = _names.parse_branch(holder) if holder is not None else None
+        return holder if parsed is not None and parsed[2] is not None else None
+
+    def _title(
+        self, name: str, db: rewinddb.Database | None = None, attempt: str | None = None
+    ) -> str:
         """A branch as people name its thread (``t``, ``t / ns``, ``t~1f2e3d4c``): a
         thread id or namespace that stands as its digest in the name by the one the
         namespace's record in the saver's index keeps (``thread``, ``ns``), and the
         namespace's first branch by the thread alone (a pruned thread's kept checkpoints
-        written anew stand on a ``~`` branch that is now its main line)."""
+        written anew stand on a ``~`` branch that is now its main line). A subgraph that
+        ran in an ``attempt`` of its thread (a fork) is named under that attempt's title
+        (``t~1f2e3d4c / ns``)."""
         parsed = _names.parse_branch(name)
         if parsed is None:
             return name
@@ -745,6 +763,8 @@ class LangGraphPresenter(Presenter):
                 namespace = kept_ns if isinstance(kept_ns, str) else namespace
                 if record.get("main") == name:
                     fork = None
+        if attempt is not None and namespace and fork is None:
+            return f"{self._title(attempt, db)} / {namespace}"
         title = f"{thread} / {namespace}" if namespace else thread
         return f"{title}~{fork}" if fork is not None else title
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import pytest
 from chat_graphs import thread
 from langchain_core.messages import AIMessage, ToolMessage
-from langgraph.graph import START, StateGraph
+from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Send
 from typing_extensions import TypedDict
@@ -136,3 +136,45 @@ def test_the_step_send_tasks_made_is_named_after_their_node(db: rewinddb.Databas
     (asked,) = [s for s in steps if s.id == ran_from.config["configurable"]["checkpoint_id"]]
     errors = [(m.name, m.text) for m in asked.messages if m.role == "error"]
     assert errors == [("tool_worker", f"{ERROR} (it ran again)")]
+
+
+def _summarized_graph(saver: RewindSaver) -> Any:
+    """planner -> summarizer (a subgraph: one node that says how many messages it saw)."""
+
+    def summarize(state: MessagesState) -> dict:
+        return {"messages": [AIMessage(content=f"Summary of {len(state['messages'])}")]}
+
+    inner = StateGraph(MessagesState).add_node("inner", summarize).add_edge(START, "inner")
+    builder = StateGraph(MessagesState)
+    builder.add_node("planner", lambda state: {"messages": [AIMessage(content="Plan: Lisbon")]})
+    builder.add_node("summarizer", inner.compile())
+    builder.add_edge(START, "planner").add_edge("planner", "summarizer")
+    return builder.compile(checkpointer=saver)
+
+
+def test_a_subgraph_run_on_a_fork_is_titled_by_that_attempt(db: rewinddb.Database) -> None:
+    """Time travel (an edit of the planner's step) runs the subgraph again, on the fork:
+    its root checkpoint (LangGraph's ``parents`` metadata of the subgraph's
+    checkpoints) is the fork's, and the subgraph is titled under the fork's title; the
+    first run's subgraph stays under the thread's."""
+    saver = RewindSaver(db)
+    graph = _summarized_graph(saver)
+    graph.invoke({"messages": [("user", "Lisbon")]}, thread("trip"))
+    (before,) = [s for s in graph.get_state_history(thread("trip")) if s.next == ("summarizer",)]
+    edited = graph.update_state(before.config, {"messages": [AIMessage("Plan: Porto")]})
+    graph.invoke(None, edited)
+    told = {a.branch.name: a.summary for a in story.attempts(db)}
+    (fork,) = [name for name in told if name.startswith("lg/trip~")]
+    fork_ids = {s.id for s in story.branch_story(db, fork).steps.steps if not s.inherited}
+    runs = {}
+    for name, summary in told.items():
+        if summary.kind != "subgraph":
+            continue
+        namespace = name.split("/", 2)[2]
+        config = {"configurable": {"thread_id": "trip", "checkpoint_ns": namespace}}
+        (root,) = {c.metadata["parents"][""] for c in saver.list(config)}
+        runs[summary.title] = root in fork_ids
+        assert summary.title.endswith(f" / {namespace}")
+    assert sorted(runs.values()) == [False, True]
+    for title, on_fork in runs.items():
+        assert title.split(" / ")[0] == (told[fork].title if on_fork else "trip")
