@@ -345,6 +345,29 @@ class _Read(NamedTuple):
     stored: dict  # its record (``CHECKPOINT_KEY``)
     opened: _Opened  # the record decoded
     blobs: dict[str, Any]  # channel -> its stored value at the checkpoint (or ``_Sealed``)
+    orphan: bool = False  # its parent's record was removed by store retention
+
+
+def _orphans(records: _Newest, versions: builtins.list[int]) -> set[int]:
+    """The versions (of ``versions``, checkpoints read from ``records``) whose parent's
+    record is no longer in the branch's history: the entry before a checkpoint's own
+    is its parent's record (a branch holds a chain of checkpoints, a fork inherits its
+    fork point's), unless store retention removed it (``db.retain``) and left an older
+    record there, or none at all."""
+    orphans = set()
+    for version in versions:
+        found = bisect.bisect_left(records.versions, version)
+        if found == len(records.versions) or records.versions[found] != version:
+            continue  # not read here: the checkpoint's own read answers
+        record = records.values[found]
+        parent = record.get("parent") if isinstance(record, dict) else None
+        if found:
+            before = records.values[found - 1]
+            if parent and not (isinstance(before, dict) and before.get("id") == parent):
+                orphans.add(version)
+        elif parent and records.complete:
+            orphans.add(version)
+    return orphans
 
 
 class _Listing:
@@ -412,12 +435,18 @@ class _Listing:
 
     def _read_branch(self, branch: str, versions: builtins.list[int]) -> None:
         kv = self.view(branch).kv
-        records = _Newest(kv, _names.CHECKPOINT_KEY, versions, len(versions))
+        # (One entry more: the record before the oldest, which tells whether its parent's
+        # record is still there after store retention, see ``_orphans``.)
+        records = _Newest(kv, _names.CHECKPOINT_KEY, versions, len(versions) + 1)
+        orphans = _orphans(records, versions)
         loaded: dict[int, tuple[dict, _Opened]] = {}
         held: dict[str, set] = {}  # channel -> the versions of it the batch holds
+        written = set(records.versions)
         for version in versions:
             stored = records.at(version)
-            if stored is not _UNREAD and stored is not None:
+            # (Its own record, written at its version: below a retention cut an older
+            # one may stand there, and then the checkpoint's own read answers.)
+            if stored is not _UNREAD and stored is not None and version in written:
                 opened = _open(self.serde, stored)
                 loaded[version] = (stored, opened)
                 triggers = opened.triggers
@@ -442,9 +471,12 @@ class _Listing:
             }
             unread = {_names.channel_key(c): c for c, blob in blobs.items() if blob is _UNREAD}
             if unread:
-                found = kv.get_many(builtins.list(unread), as_of=version)
+                try:
+                    found = kv.get_many(builtins.list(unread), as_of=version)
+                except rewinddb.HistoryUnavailableError:
+                    continue  # below a retention cut: the checkpoint's own read answers
                 blobs.update((channel, found.get(key)) for key, channel in unread.items())
-            self.reads[(branch, version)] = _Read(stored, opened, blobs)
+            self.reads[(branch, version)] = _Read(stored, opened, blobs, version in orphans)
 
     def take(self, entry: dict) -> _Read | None:
         """What ``read_batch`` read for the checkpoint of ``entry`` (once: its objects go
@@ -608,7 +640,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
         the caller read it already; ``listing``: what a ``list`` read for it already)."""
         read = None if listing is None or entry is None else listing.take(entry)
         if read is not None and entry is not None:  # all read but what the listing holds
-            stored, opened, blobs = read
+            stored, opened, blobs, orphan = read
             writes = self._write_payloads(entry, checkpoint_id, listing)
             kept = [self._kept_write(stored, p, listing) for p, stored in writes]
         else:
@@ -619,8 +651,13 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 if entry is None:
                     return None
                 view = self.db.at(entry["read"])
-                at = entry["version"]
-                stored = view.kv.get(_names.CHECKPOINT_KEY, as_of=at)
+                point = self._read_point(view, entry, checkpoint_id)
+                if point is None:
+                    return None  # store retention removed what it read: as if pruned
+                stored, at = point
+                orphan = at != entry["version"] and self._parent_gone(
+                    thread_id, checkpoint_ns, entry
+                )
                 opened = _open(self.serde, stored)
                 # The channels in one read (the newest of a key is known to the
                 # connection, so the checkpoint just written reads no row).
@@ -646,7 +683,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
                     values[channel] = blob.value
             elif blob is not None and blob["version"] == version:
                 values[channel] = self._decoder.channel(blob)
-        parent = entry["parent"]
+        parent = None if orphan else entry["parent"]
         return CheckpointTuple(
             config=_config(thread_id, checkpoint_ns, checkpoint_id),
             checkpoint={**checkpoint, "channel_values": values},
@@ -661,6 +698,38 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 for (p, _), held in zip(writes, kept, strict=True)
             ],
         )
+
+    def _read_point(
+        self, view: rewinddb.BranchView, entry: dict, checkpoint_id: str
+    ) -> tuple[dict, int] | None:
+        """A checkpoint's record and the version its state is read as of: its own, or,
+        when store retention (``db.retain``) cut its branch above it, the cut if its
+        record is the newest one there (what it saw is what the branch holds at the
+        cut); None when retention removed what it read (it then reads as pruned).
+        Without retention this is the one read of the record it always was."""
+        at = entry["version"]
+        try:
+            return view.kv.get(_names.CHECKPOINT_KEY, as_of=at), at
+        except rewinddb.HistoryUnavailableError as error:
+            cut = error.details.get("kept_from")
+            if not isinstance(cut, int):
+                raise  # not a retention cut (before a fork existed): as ever
+        stored = view.kv.get(_names.CHECKPOINT_KEY, as_of=cut)
+        if isinstance(stored, dict) and stored.get("id") == checkpoint_id:
+            return stored, cut
+        return None
+
+    def _parent_gone(self, thread_id: str, checkpoint_ns: str, entry: dict) -> bool:
+        """Whether store retention removed the parent of a checkpoint read at its
+        branch's cut (``_read_point``), which then has no parent, as ``prune`` leaves
+        a kept checkpoint whose parent went."""
+        parent_id = entry.get("parent")
+        if not parent_id:
+            return False
+        parent = self.index.get(_names.checkpoint_key(thread_id, checkpoint_ns, parent_id))
+        if parent is None:
+            return False  # (its index record went: named as before)
+        return self._read_point(self.db.at(parent["read"]), parent, parent_id) is None
 
     def _kept_write(
         self, branch: str, payload: dict, listing: _Listing | None = None
@@ -790,12 +859,16 @@ class RewindSaver(BaseCheckpointSaver[str]):
             if parent_id
             else None
         )
-        if parent is not None:
+        point = None
+        if parent is not None and parent_id is not None:
             if self._head_id(parent["branch"]) == parent_id:
                 return _Placement(parent["branch"], {}, namespace, None)
+            point = self._read_point(self.db.at(parent["read"]), parent, parent_id)
+        if point is not None and parent is not None:
             # From where the parent is read: for a copied thread's checkpoint, the
-            # source's branch (the copy's own fork starts later than the parent's version).
-            source, at = parent["read"], parent["version"]
+            # source's branch (the copy's own fork starts later than the parent's
+            # version); below a retention cut, the cut (``_read_point``).
+            source, at = parent["read"], point[1]
         elif main is not None and self._head_id(main) is None:
             return _Placement(main, {}, namespace, None)
         else:
@@ -811,14 +884,13 @@ class RewindSaver(BaseCheckpointSaver[str]):
         created: dict[str, Any] = {own: _names.branch_value(own, name)}
         if main is None:
             created[ns_key] = {"main": name, "head": None, **_names_of(thread_id, checkpoint_ns)}
-        return _Placement(name, created, namespace, self._channel_versions(parent))
+        return _Placement(name, created, namespace, self._channel_versions(point))
 
-    def _channel_versions(self, entry: dict | None) -> ChannelVersions:
-        """The channel versions of the checkpoint an index entry names ({} for none)."""
-        if entry is None:
+    def _channel_versions(self, point: tuple[dict, int] | None) -> ChannelVersions:
+        """The channel versions of the checkpoint a read point holds ({} for none)."""
+        if point is None:
             return {}
-        record = self.db.at(entry["read"]).kv.get(_names.CHECKPOINT_KEY, as_of=entry["version"])
-        versions: ChannelVersions = _open(self.serde, record).checkpoint["channel_versions"]
+        versions: ChannelVersions = _open(self.serde, point[0]).checkpoint["channel_versions"]
         return versions
 
     def put(
@@ -1493,7 +1565,7 @@ class RewindSaver(BaseCheckpointSaver[str]):
             # a call may be saved before its root: it goes only once the root is saved.
             if not keys or ":" not in self._named(thread_id, ns)[1]:
                 continue
-            root = self._metadata(entries[keys[0]]).get("parents", {}).get("")
+            root = self._metadata(keys[0], entries[keys[0]]).get("parents", {}).get("")
             if root and root in saved and root not in roots:
                 dropped.update(keys)
         return dropped
@@ -1503,11 +1575,18 @@ class RewindSaver(BaseCheckpointSaver[str]):
         in their metadata, as LangGraph's PostgresSaver checks before it prunes)."""
         if entries is None:
             entries = self.index.get_many(self.index.records(thread_id))
-        return any(_DELTA_MARKS & self._metadata(entry).keys() for entry in entries.values())
+        return any(
+            _DELTA_MARKS & self._metadata(key, entry).keys() for key, entry in entries.items()
+        )
 
-    def _metadata(self, entry: dict) -> dict[str, Any]:
-        stored = self.db.at(entry["read"]).kv.get(_names.CHECKPOINT_KEY, as_of=entry["version"])
-        metadata: dict[str, Any] = dict(_metadata_of(self.serde, stored))
+    def _metadata(self, key: str, entry: dict) -> dict[str, Any]:
+        """The metadata of a checkpoint (its index key and record), {} when store
+        retention removed what it read."""
+        checkpoint_id = _names.parse_checkpoint_key(key)[2]
+        point = self._read_point(self.db.at(entry["read"]), entry, checkpoint_id)
+        if point is None:
+            return {}
+        metadata: dict[str, Any] = dict(_metadata_of(self.serde, point[0]))
         return metadata
 
     def _above(self, branch: str) -> builtins.list[str]:

@@ -1,0 +1,199 @@
+"""Store-level retention on a LangGraph thread's branches (``db.retain('lg/*', ...)`` and
+``db.gc()``, as docs/retention.md recommends): LangGraph's own API then lists exactly the
+checkpoints whose state can still be read, each as an unretained copy of the database
+reads it, and the thread goes on. Real graphs (a subgraph and a time-travel fork), on
+SQLite (the copy is a copy of the database directory)."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import shutil
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import Command, StateSnapshot, interrupt
+from typing_extensions import TypedDict
+
+import rewinddb
+from rewinddb.integrations.langgraph import RewindSaver
+
+THREAD = "lisbon-trip"
+
+
+class Trip(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+    results: Annotated[list[str], operator.add]
+    approved: str
+
+
+def _summarize(state: MessagesState) -> dict[str, Any]:
+    return {"messages": [AIMessage(f"summary of {len(state['messages'])} messages")]}
+
+
+def trip_graph(checkpointer: Any) -> Any:
+    """planner -> a subgraph (its own namespace's checkpoints) -> approval (interrupt)
+    -> finalize."""
+    sub = StateGraph(MessagesState)
+    sub.add_node("summarize_inner", _summarize)
+    sub.add_edge(START, "summarize_inner")
+
+    def planner(state: Trip) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"plan: {state['messages'][-1].content}")], "results": ["p"]}
+
+    def approval(state: Trip) -> dict[str, Any]:
+        return {"approved": interrupt("book it?")}
+
+    def finalize(state: Trip) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"booked: {state['approved']}")], "results": ["f"]}
+
+    builder = StateGraph(Trip)
+    builder.add_node("planner", planner)
+    builder.add_node("summarizer", sub.compile())
+    builder.add_node("approval", approval)
+    builder.add_node("finalize", finalize)
+    builder.add_edge(START, "planner")
+    builder.add_edge("planner", "summarizer")
+    builder.add_edge("summarizer", "approval")
+    builder.add_edge("approval", "finalize")
+    return builder.compile(checkpointer=checkpointer)
+
+
+def config(**more: Any) -> Any:
+    return {"configurable": {"thread_id": THREAD, **more}}
+
+
+def run_thread(path: Path) -> None:
+    """Two turns, each interrupted then resumed, then time travel: the state before the
+    second turn's planner edited and run from there (a fork), interrupted again."""
+    with rewinddb.open(path) as db:
+        graph = trip_graph(RewindSaver(db))
+        for turn in ("Lisbon", "Porto"):
+            graph.invoke({"messages": [HumanMessage(turn)]}, config())
+            graph.invoke(Command(resume="yes"), config())
+        history = list(graph.get_state_history(config()))
+        target = next(h for h in history if h.next == ("planner",))
+        forked = graph.update_state(target.config, {"messages": [HumanMessage("Faro")]})
+        graph.invoke(None, forked)
+
+
+def shown(snapshot: StateSnapshot) -> tuple[Any, ...]:
+    """What a state snapshot tells of its checkpoint (pending writes aside)."""
+    return (snapshot.values, snapshot.next, snapshot.metadata, snapshot.config)
+
+
+def told(values: dict[str, Any]) -> dict[str, Any]:
+    """State values with messages as their texts (a new run gives new message ids)."""
+    return {**values, "messages": [m.content for m in values["messages"]]}
+
+
+def surviving_ids(db: rewinddb.Database) -> set[str]:
+    """The checkpoints whose record is still in their branch's history: those whose
+    state retention left readable."""
+    found = set()
+    for branch in db.branches.list():
+        name = getattr(branch, "name", branch)
+        if str(name).startswith("lg/"):
+            found |= {e.value["id"] for e in db.at(name).kv.history("checkpoint", limit=10_000)}
+    return found
+
+
+@pytest.fixture
+def retained(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Path, Path]:
+    """The thread's database after ``retain('lg/*', keep_last=N)`` and ``gc()``, and an
+    unretained copy of it."""
+    path, whole = tmp_path / "agent", tmp_path / "whole"
+    run_thread(path)
+    shutil.copytree(path, whole)
+    with rewinddb.open(path) as db:
+        db.retain("lg/*", keep_last=request.param)
+        db.gc()
+    return path, whole
+
+
+KEEP = [1, 2, 3, 5, 8]
+
+
+@pytest.mark.parametrize("retained", KEEP, indirect=True)
+def test_history_lists_exactly_the_readable_checkpoints_as_before(
+    retained: tuple[Path, Path],
+) -> None:
+    path, whole = retained
+    with rewinddb.open(whole) as db:
+        graph = trip_graph(RewindSaver(db))
+        before = {
+            s.config["configurable"]["checkpoint_id"]: s for s in graph.get_state_history(config())
+        }
+        before_state = graph.get_state(config())
+        saver = RewindSaver(db)
+        all_before = {t.checkpoint["id"]: t for t in saver.list(None)}
+    with rewinddb.open(path) as db:
+        saver = RewindSaver(db)
+        graph = trip_graph(saver)
+        readable = surviving_ids(db)
+        assert readable < all_before.keys()  # retention removed some, kept some
+        after = {
+            s.config["configurable"]["checkpoint_id"]: s for s in graph.get_state_history(config())
+        }
+        assert after.keys() == readable & before.keys()
+        for checkpoint_id, snapshot in after.items():
+            assert shown(snapshot) == shown(before[checkpoint_id])
+        # Every namespace (the subgraph's too), through list and get_tuple.
+        listed = {t.checkpoint["id"]: t for t in saver.list(None)}
+        assert listed.keys() == readable & all_before.keys()
+        for checkpoint_id, tuple_ in all_before.items():
+            got = saver.get_tuple(tuple_.config)
+            if checkpoint_id not in readable:
+                assert got is None
+                continue
+            assert got is not None
+            assert got.checkpoint == tuple_.checkpoint
+            assert got.metadata == tuple_.metadata
+            assert listed[checkpoint_id].checkpoint == tuple_.checkpoint
+            # A listed checkpoint names its parent while that reads, else none (as
+            # ``prune`` leaves one whose parent went); get_tuple names no other parent.
+            parent = listed[checkpoint_id].parent_config
+            if parent is not None:
+                assert parent == tuple_.parent_config
+                assert parent["configurable"]["checkpoint_id"] in readable
+            elif tuple_.parent_config is not None:
+                assert tuple_.parent_config["configurable"]["checkpoint_id"] not in readable
+            assert got.parent_config in (None, tuple_.parent_config)
+        assert shown(graph.get_state(config())) == shown(before_state)
+        history = asyncio.run(_ahistory(graph))
+        assert [shown(s) for s in history] == [shown(after[i]) for i in sorted(after, reverse=True)]
+
+
+async def _ahistory(graph: Any) -> list[StateSnapshot]:
+    return [s async for s in graph.aget_state_history(config())]
+
+
+@pytest.mark.parametrize("retained", KEEP, indirect=True)
+def test_the_thread_goes_on_after_retention(retained: tuple[Path, Path]) -> None:
+    path, whole = retained
+    with rewinddb.open(whole) as db:
+        graph = trip_graph(RewindSaver(db))
+        graph.invoke(Command(resume="no"), config())
+        expected = told(graph.get_state(config()).values)
+    with rewinddb.open(path) as db:
+        graph = trip_graph(RewindSaver(db))
+        graph.invoke(Command(resume="no"), config())
+        assert told(graph.get_state(config()).values) == expected
+        graph.invoke({"messages": [HumanMessage("Braga")]}, config())
+        assert graph.get_state(config()).next == ("approval",)
+        # Time travel from the oldest checkpoint still readable (at its branch's cut).
+        oldest = list(graph.get_state_history(config()))[-1]
+        forked = graph.update_state(oldest.config, {"results": ["edited"]})
+        assert told(graph.get_state(forked).values) == told(
+            {**oldest.values, "results": [*oldest.values["results"], "edited"]}
+        )
+        graph.invoke(None, forked)
+        asyncio.run(graph.ainvoke({"messages": [HumanMessage("Evora")]}, config()))
+        state = graph.get_state(config())
+        assert state.next == ("approval",)
+        assert state.values["messages"][-3].content == "Evora"
+        assert told(asyncio.run(graph.aget_state(config())).values) == told(state.values)
