@@ -1243,7 +1243,9 @@ class RewindSaver(BaseCheckpointSaver[str]):
                     raise _bad_retention(
                         f"prune cannot prune thread {thread_id!r}: it uses a DeltaChannel"
                     )
-                return self._older_than_newest(thread_id, entries, count)
+                gone = self._unreadable(entries)  # store retention removed them
+                readable = {key: entry for key, entry in entries.items() if key not in gone}
+                return self._older_than_newest(thread_id, readable, count) | gone
 
             return drop
 
@@ -1369,9 +1371,14 @@ class RewindSaver(BaseCheckpointSaver[str]):
         (a time-travel fork that holds a kept checkpoint, a copy on either side) is
         written anew."""
         needed: dict[str, builtins.list[dict]] = {}
-        for entry in kept.values():
+        for key, entry in kept.items():
             if entry["read"] != entry["branch"] or entry["branch"] not in owned:
                 return True  # a copy's checkpoint: it reads its source's branch
+            point = self._read_point(
+                self.db.at(entry["read"]), entry, _names.parse_checkpoint_key(key)[2]
+            )
+            if point is None or point[1] != entry["version"]:
+                return True  # read at a store retention cut: its versions are not its own
             needed.setdefault(entry["branch"], []).append(entry)
         dropped_ids = {_names.parse_checkpoint_key(key)[2] for key in dropped}
         for branch, on in needed.items():
@@ -1501,8 +1508,15 @@ class RewindSaver(BaseCheckpointSaver[str]):
         for key in sorted(kept, key=lambda key: _names.parse_checkpoint_key(key)[2]):
             entry = kept[key]
             _, ns, checkpoint_id = _names.parse_checkpoint_key(key)
-            view, at = listing.view(entry["read"]), entry["version"]
-            stored = view.kv.get(_names.CHECKPOINT_KEY, as_of=at)
+            view = listing.view(entry["read"])
+            point = self._read_point(view, entry, checkpoint_id)
+            if point is None:  # (``prune`` drops these first: ``_unreadable``)
+                raise rewinddb.HistoryUnavailableError(
+                    f"checkpoint {checkpoint_id!r} was removed by store retention",
+                    branch=entry["read"],
+                    as_of=entry["version"],
+                )
+            stored, at = point
             opened = _open(self.serde, stored)
             versions, triggers = opened.checkpoint["channel_versions"], opened.triggers
             channels = {
@@ -1569,6 +1583,18 @@ class RewindSaver(BaseCheckpointSaver[str]):
             if root and root in saved and root not in roots:
                 dropped.update(keys)
         return dropped
+
+    def _unreadable(self, entries: dict[str, dict]) -> set[str]:
+        """The checkpoints (index keys) whose state store retention removed
+        (``_read_point``): ``prune`` drops their index records too."""
+        return {
+            key
+            for key, entry in entries.items()
+            if self._read_point(
+                self.db.at(entry["read"]), entry, _names.parse_checkpoint_key(key)[2]
+            )
+            is None
+        }
 
     def _uses_delta(self, thread_id: str, entries: dict[str, dict] | None = None) -> bool:
         """Whether the thread's checkpoints show a ``DeltaChannel`` (its update counters

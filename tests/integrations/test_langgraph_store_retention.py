@@ -197,3 +197,25 @@ def test_the_thread_goes_on_after_retention(retained: tuple[Path, Path]) -> None
         assert state.next == ("approval",)
         assert state.values["messages"][-3].content == "Evora"
         assert told(asyncio.run(graph.aget_state(config())).values) == told(state.values)
+
+
+@pytest.mark.parametrize("retained", [1, 2, 3], indirect=True)
+@pytest.mark.parametrize("strategy", ["keep_latest", "keep_last"])
+def test_saver_prune_after_store_retention(retained: tuple[Path, Path], strategy: str) -> None:
+    """``prune`` counts only what still reads: each namespace keeps its newest readable
+    checkpoints, each as the unretained copy reads it."""
+    path, whole = retained
+    with rewinddb.open(whole) as db:
+        all_before = {t.checkpoint["id"]: t for t in RewindSaver(db).list(None)}
+    with rewinddb.open(path) as db:
+        saver = RewindSaver(db)
+        readable = [t.checkpoint["id"] for t in saver.list(config(checkpoint_ns=""))]
+        keep = None if strategy == "keep_latest" else 2
+        saver.prune([THREAD], strategy=strategy, keep=keep)
+        root = [t.checkpoint["id"] for t in saver.list(config(checkpoint_ns=""))]
+        assert root == readable[: keep or 1]
+        for found in saver.list(None):
+            assert found.checkpoint == all_before[found.checkpoint["id"]].checkpoint
+        graph = trip_graph(saver)
+        graph.invoke(Command(resume="no"), config())
+        assert graph.get_state(config()).values["approved"] == "no"
