@@ -82,7 +82,10 @@ class Diff:
         return self.to_text()
 
     def _repr_html_(self) -> str:
-        return rendering.diff_html(self)
+        """The diff as a table: a branch's keys named by its presenter (a LangGraph
+        channel by its name), values decoded, bookkeeping folded; a plain branch's as
+        stored."""
+        return rendering.told_diff_html(self)
 
 
 @dataclass(frozen=True)

@@ -9,17 +9,19 @@ values wrap (at word boundaries first) instead of widening their column.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
 from html import escape
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 import orjson
 
 from . import _decoding
+from ._engine import MISSING
 from ._values import dumps
-from .models import change_counts
+from .models import Branch, Change, ChangeKind, change_counts
 
 if TYPE_CHECKING:
-    from .models import Branch, Change, Event, Point
+    from .models import Event, Point
 
 #: Values longer than this (as JSON text) are shortened in HTML.
 MAX_VALUE_CHARS = 500
@@ -33,6 +35,8 @@ _KIND_STYLE = {
     "removed": ("-", "#ffeef0", "#b31d28"),
     "changed": ("~", "#fff8c5", "#735c0f"),
 }
+#: The creation time of the stand-in record ``_named`` asks a presenter about.
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 #: Wrap long text where it must, at spaces when it can, so a column never overflows.
 WRAP = "overflow-wrap:anywhere;word-break:normal;white-space:pre-wrap"
 _TABLE = "border-collapse:collapse;font-family:monospace;font-size:12px;max-width:100%"
@@ -59,6 +63,75 @@ class Changes(Protocol):
 
     @property
     def changes(self) -> Sequence[Change]: ...
+
+
+class Row(Protocol):
+    """A diff row as a presenter tells it (``rewinddb.presenters.DiffRow``): the store's
+    ``change`` behind it, what a person calls its key (``label``), where it is in the
+    value's own shape (``path``), the change there, decoded, and whether it is
+    bookkeeping (``hidden``)."""
+
+    @property
+    def change(self) -> Change: ...
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def hidden(self) -> bool: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def kind(self) -> ChangeKind: ...
+
+    @property
+    def old(self) -> Any: ...
+
+    @property
+    def new(self) -> Any: ...
+
+
+class _StoredRow(NamedTuple):
+    """A store's change named and decoded by a presenter, at its stored path."""
+
+    change: Change
+    label: str
+    hidden: bool
+    path: str
+    kind: ChangeKind
+    old: Any
+    new: Any
+
+
+@runtime_checkable
+class Teller(Protocol):
+    """What the renderings ask of a registered presenter (``rewinddb.presenters.Presenter``,
+    found in the registry ``_decoding`` holds by what it can do, so this module stays
+    below the presenters): whether it tells a branch, what it calls a key, what is
+    bookkeeping, the values decoded, and a key's rows as it tells them."""
+
+    def claims(self, branch: Branch) -> bool: ...
+
+    def key_label(self, primitive: str, key: str) -> str: ...
+
+    def hidden(self, change: Change) -> bool: ...
+
+    def display(self, value: Any, memo: dict[Any, Any] | None = None) -> Any: ...
+
+    def value_rows(
+        self, primitive: str, key: str, old: Any, new: Any, changes: Sequence[Change]
+    ) -> Sequence[Row]: ...
+
+
+def teller_for(branch: Branch) -> Teller | None:
+    """The registered presenter that tells ``branch`` its own way (the first that claims
+    it, as ``rewinddb.presenters.presenter_for`` picks), or None: a plain branch."""
+    for decoder in _decoding.registered():
+        if isinstance(decoder, Teller) and decoder.claims(branch):
+            return decoder
+    return None
 
 
 def plural(count: int, word: str, words: str | None = None) -> str:
@@ -160,6 +233,114 @@ def _cell_value(value: Any) -> str:
     )
 
 
+def diff_rows_html(a: Point, b: Point, rows: Sequence[Row]) -> str:
+    """A diff as its presenter tells it (``Presenter.diff_rows``), as the web explorer's
+    compare page shows it: the rows people read, counted, then the bookkeeping rows
+    folded (greyed) under *show N hidden*."""
+    shown = [row for row in rows if not row.hidden]
+    hidden = [row for row in rows if row.hidden]
+    counts = {kind: sum(row.kind == kind for row in shown) for kind in _KIND_STYLE}
+    head = (
+        f'<div style="{WRAP}"><b>{escape(str(a))}</b> &rarr; <b>{escape(str(b))}</b>: '
+        f"{counts['added']} added, {counts['removed']} removed, {counts['changed']} changed"
+        + (f" (and {len(hidden):,} hidden)" if hidden else "")
+        + "</div>"
+    )
+    if shown:
+        body = rows_table(shown)
+    else:
+        body = f"<div><i>{'nothing but bookkeeping' if hidden else 'no changes'}</i></div>"
+    if hidden:
+        body += _details(
+            f"show {len(hidden)} hidden <i>(bookkeeping)</i>", rows_table(hidden), False
+        )
+    return head + body
+
+
+def rows_table(rows: Iterable[Row]) -> str:
+    """Diff rows as a presenter tells them, in the web explorer's columns: + / - / ~,
+    where (what a person calls the key: a channel's name; ``event #n``), the path in the
+    value's own shape, and the values, decoded; bookkeeping rows greyed."""
+    cells = []
+    for row in rows:
+        change = row.change
+        mark, background, color = _KIND_STYLE[row.kind]
+        if row.kind == "changed":
+            values = f"{_cell_value(row.old)} &rarr; {_cell_value(row.new)}"
+        else:
+            values = _cell_value(row.new if row.kind == "added" else row.old)
+        where = f"event #{change.key}" if change.primitive == "events" else row.label
+        style = f"background:{background};color:{color}" + (";opacity:0.55" if row.hidden else "")
+        cells.append(
+            f'<tr style="{style}" data-kind="{row.kind}">'
+            f'<td style="{_TAG_CELL}">{mark}</td>'
+            f'<td style="{_NAME_CELL}">{escape(where)}</td>'
+            f'<td style="{_NAME_CELL}">{escape(row.path)}</td>'
+            f'<td style="{_CELL}">{values}</td></tr>'
+        )
+    return f'<table style="{_TABLE};width:100%">{"".join(cells)}</table>'
+
+
+def told_diff_html(diff: Changes) -> str:
+    """A ``Diff`` with nothing but itself (its ``_repr_html_``): a branch a presenter
+    tells its own way has its keys named so, its values decoded and its bookkeeping
+    folded; a key written or removed whole reads as its value, a change inside one at
+    the path the store holds it (telling it in the value's own shape reads the values:
+    ``rewinddb.notebook.show_diff``). A plain branch's diff is ``diff_html``."""
+    teller = teller_for(_named(diff.b.branch))
+    if teller is None:
+        return diff_html(diff)
+    memo: dict[Any, Any] = {}
+    rows: list[Row] = []
+    for change in diff.changes:
+        if change.path == "$":  # a whole value: as the presenter tells it (not its wrapper)
+            old = MISSING if change.kind == "added" else change.old
+            new = MISSING if change.kind == "removed" else change.new
+            told = teller.value_rows(change.primitive, change.key, old, new, [change])
+        else:
+            label = teller.key_label(change.primitive, change.key)
+            told = [
+                _StoredRow(
+                    change,
+                    label,
+                    teller.hidden(change),
+                    change.path,
+                    change.kind,
+                    change.old,
+                    change.new,
+                )
+            ]
+        rows += [_decoded(teller, row, memo) for row in told]
+    note = (
+        '<div style="color:#666"><i>paths as stored; <code>rewinddb.notebook.show_diff'
+        "(db, a, b)</code> tells them in the value's own shape</i></div>"
+    )
+    return diff_rows_html(diff.a, diff.b, rows) + note
+
+
+def _decoded(teller: Teller, row: Row, memo: dict[Any, Any]) -> Row:
+    """``row`` with its values decoded (``Teller.display``) when it holds them as the
+    store's change does; a row the presenter told its own way is decoded already."""
+    change = row.change
+    if row.old is not change.old or row.new is not change.new:
+        return row
+    return _StoredRow(
+        change,
+        row.label,
+        row.hidden,
+        row.path,
+        row.kind,
+        teller.display(row.old, memo),
+        teller.display(row.new, memo),
+    )
+
+
+def _named(branch: str) -> Branch:
+    """A stand-in record of the branch called ``branch``, for asking which presenter
+    claims it where only its name is at hand (a ``Diff`` holds its points' names)."""
+    return Branch(branch, None, 0, _EPOCH, 0, 0, None)
+
+
 def changes_table(rows: Iterable[tuple[Change, str, bool]]) -> str:
     """Diff rows ``(change, what to call its key, muted)`` as a colored table (+ added,
     - removed, ~ changed old -> new); muted rows (bookkeeping) are greyed."""
@@ -244,7 +425,33 @@ def view_html(info: Branch, events: int, snapshot: dict[str, Any]) -> str:
         if info.parent
         else ""
     )
+    teller = teller_for(info)
+    state = state_html(snapshot) if teller is None else told_state_html(teller, snapshot)
     return (
         f"<div>branch <b>{escape(info.name)}</b>{parent}; head version {info.head}, "
-        f"{plural(events, 'event')}</div>{state_html(snapshot)}"
+        f"{plural(events, 'event')}</div>{state}"
     )
+
+
+def told_state_html(teller: Teller, snapshot: dict[str, Any]) -> str:
+    """A branch's state as its presenter names and shows it: each key as a first write
+    (``Presenter.value_rows``: a LangGraph channel by its name, its value decoded, not the
+    stored wrapper), the bookkeeping keys counted, not shown."""
+    memo: dict[Any, Any] = {}
+    parts = []
+    for space in ("kv", "json", "state"):
+        values = snapshot.get(space, {})
+        shown, hidden = [], 0
+        for key, value in values.items():
+            change = Change(space, key, "$", "added", None, value)
+            for row in teller.value_rows(space, key, MISSING, value, [change]):
+                if row.hidden:
+                    hidden += 1
+                elif row.new is value:  # told as stored: decoded here
+                    shown.append(_tree(teller.display(value, memo), row.label, 1))
+                else:
+                    shown.append(_tree(row.new, row.path, 1))
+        note = f"; {plural(hidden, 'bookkeeping key')} hidden" if hidden else ""
+        title = f"<b>{space}</b> ({plural(len(shown), 'key')}{note})"
+        parts.append(_details(title, "".join(shown) or "<i>empty</i>", bool(shown)))
+    return "".join(parts)

@@ -9,7 +9,7 @@ from html import escape
 import ipywidgets as widgets
 
 import rewinddb
-from rewinddb import rendering, story
+from rewinddb import presenters, rendering, story
 
 from . import _html
 from ._events import Point
@@ -45,7 +45,7 @@ class CompareTab(widgets.VBox):
             comparison = story.compare_stories(db, (a.branch, a.version), (b.branch, b.version))
             state_a = db.at(a.branch).snapshot(as_of=a.version)
             state_b = db.at(b.branch).snapshot(as_of=b.version)
-            diff = db.diff(a.branch, b.branch, as_of_a=a.version, as_of_b=b.version, readable=True)
+            count, diff = self._diff_html(comparison, a, b)
         except rewinddb.RewindError as error:
             self.compare_panel.value = _html.message(str(error), error=True)
             return
@@ -57,15 +57,29 @@ class CompareTab(widgets.VBox):
             + column.format(escape(name_b), rendering.state_html(state_b))
             + "</div>"
         )
-        count = rendering.plural(len(diff.changes), "changed path")
         self.compare_panel.value = panel(
             _html.comparison_html(comparison, name_a, name_b)
             + f"<details><summary><b>state diff</b> ({count})</summary>"
-            + rendering.diff_html(diff)
+            + diff
             + "</details><details><summary><b>state of each</b></summary>"
             + states
             + "</details>"
         )
+
+    def _diff_html(self, comparison: story.StoryComparison, a: Point, b: Point) -> tuple[str, str]:
+        """(how many rows, the state diff from ``a`` to ``b``): as ``b``'s presenter
+        tells it (the comparison's rows, events left out, as on the web's compare page),
+        or, for a plain branch, the store's diff decoded."""
+        db = self._db
+        if story.presenter_of(db, b.branch) is not presenters.generic():
+            rows = comparison.rows
+            shown = sum(not row.hidden for row in rows)
+            point_a = comparison.point_a or rewinddb.Point(a.branch, a.version)
+            point_b = comparison.point_b or rewinddb.Point(b.branch, b.version)
+            count = rendering.plural(shown, "changed path")
+            return count, rendering.diff_rows_html(point_a, point_b, rows)
+        diff = db.diff(a.branch, b.branch, as_of_a=a.version, as_of_b=b.version, readable=True)
+        return rendering.plural(len(diff.changes), "changed path"), rendering.diff_html(diff)
 
     def _parse(self, text: str) -> Point:
         """``branch@version`` (the version may be left out: now)."""

@@ -127,7 +127,7 @@ class EventsTab(widgets.VBox):
                 snapshot
             )
             self.diff_panel.value = "<b>changed since the previous event</b>" + (
-                rendering.diff_html(diff)
+                _html.diff_html(db, diff)
             )
         self.event_panel.value = rendering.event_html(event)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+import rewinddb
 from rewinddb import Change, presenters, rendering, story
 from rewinddb.presenters import (
     STATE_KEYS,
@@ -31,6 +32,9 @@ from rewinddb.story import DiffRow, StepDetail, StoryComparison
 
 #: Diff rows a step shows of each kind before "N more".
 DIFF_ROWS = 200
+#: The role of the message a presenter tells a failed task by (LangGraph's error
+#: write): a step lists it with its messages, but it is not one the agent said.
+FAILED_ROLE = "error"
 
 _MUTED = "color:#666"
 _CARD = f"border:1px solid #ddd;border-radius:6px;padding:4px 8px;margin:4px 0;{WRAP}"
@@ -200,8 +204,12 @@ def step_name(step: Step) -> str:
         parts.append(f"({', '.join(step.nodes)})")
     if step.source:
         parts.append(f"[{step.source}]")
-    if step.messages:
-        parts.append(f"+{plural(len(step.messages), 'message')}")
+    said = [m for m in step.messages if m.role != FAILED_ROLE]
+    if said:
+        parts.append(f"+{plural(len(said), 'message')}")
+    failed = len(step.messages) - len(said)
+    if failed:
+        parts.append(f"({plural(failed, 'task')} failed)")
     if step.interrupts:
         parts.append("asks")
     if step.inherited:
@@ -273,6 +281,31 @@ def _shown(row: DiffRow) -> Change:
     return Change(change.primitive, change.key, row.path, row.kind, row.old, row.new)
 
 
+def _rows_table(rows: list[DiffRow]) -> str:
+    """A step's diff rows: as the presenter tells them (the web's columns: where, path,
+    values) when it names a key or a place its own way, else as the store has them (a
+    plain branch: space, key, path)."""
+    if any(_told(row) for row in rows):
+        return rendering.rows_table(rows)
+    return rendering.changes_table((_shown(row), row.label, row.hidden) for row in rows)
+
+
+def _told(row: DiffRow) -> bool:
+    """Whether a presenter named ``row`` its own way (a channel, a path in the value)."""
+    change = row.change
+    return change.primitive != "events" and (row.label != change.key or row.path != change.path)
+
+
+def diff_html(db: rewinddb.Database, diff: rewinddb.Diff) -> str:
+    """A diff of two points as the later point's branch's presenter tells it (as the web
+    explorer's compare page does: a LangGraph channel by its name, at paths in the
+    value's own shape, bookkeeping folded); a plain branch's as the store has it."""
+    presenter = story.presenter_of(db, diff.b.branch)
+    if presenter is presenters.generic():
+        return rendering.diff_html(diff)
+    return rendering.diff_rows_html(diff.a, diff.b, story.diff_rows(db, presenter, diff))
+
+
 def _wrote_html(wrote: tuple[Wrote, ...]) -> str:
     """What the tasks that made a step wrote: "node agent wrote channel messages: …"."""
     lines = []
@@ -324,9 +357,7 @@ def detail_html(detail: StepDetail, *, show_hidden: bool, fork: Fork | None = No
             f"{'shown greyed' if show_hidden else 'hidden'})</span>"
         )
     if rows:
-        table = rendering.changes_table(
-            (_shown(row), row.label, row.hidden) for row in rows[:DIFF_ROWS]
-        ) + _more(len(rows))
+        table = _rows_table(rows[:DIFF_ROWS]) + _more(len(rows))
     elif events or hidden:
         table = "<div><i>no state changes</i></div>" if not hidden else ""
     else:

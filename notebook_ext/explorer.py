@@ -496,9 +496,11 @@ def show_diff(
     as_of_a: int | None = None,
     as_of_b: int | None = None,
 ) -> widgets.HTML:
-    """One diff, inline: ``show_diff(db, "run-1", "run-2")``."""
+    """One diff, inline: ``show_diff(db, "run-1", "run-2")``, told as ``b``'s presenter
+    tells it (a LangGraph thread's channels by name, values decoded, bookkeeping
+    folded), as the web explorer's compare page shows it."""
     try:
         diff = db.diff(a, b, as_of_a=as_of_a, as_of_b=as_of_b, readable=True)
+        return widgets.HTML(panel(_html.diff_html(db, diff)))
     except rewinddb.RewindError as error:
         return widgets.HTML(_html.message(str(error), error=True))
-    return widgets.HTML(panel(rendering.diff_html(diff)))
