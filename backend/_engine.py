@@ -1573,37 +1573,43 @@ class Engine:
         self, record: BranchRecord, version: int, space: str, limit: int
     ) -> dict[str, tuple[int, bytes | None, bytes | None]]:
         """``entries`` of the first ``limit`` keys (in key order) that exist at (record,
-        version): a page of a state too big to read whole. On SQLite each lineage step is
-        walked ``limit`` keys at a time from where the last walk stopped, until ``limit``
-        live keys are settled (a key is settled once every step has walked past it: the
-        first step that holds it wins, a deletion hides the ancestors' value). Elsewhere
-        keys may compare by a collation Python does not know: all are read."""
+        version): a page of a state too big to read whole. On SQLite each lineage step
+        is walked on from where its own last walk stopped, and only when the keys up to
+        there are settled: a key is settled once every step has walked past it (the
+        first step that holds it wins, a deletion hides the ancestors' value); a round
+        that settles no live key doubles the walks. Elsewhere keys may compare by a
+        collation Python does not know: all are read."""
         if self.conn.dialect != "sqlite":
             found = self.entries(record, version, space)
             return {key: found[key] for key in sorted(found)[:limit]}
         steps = self.row_lineage(record, version)
+        walked: list[dict[str, tuple[int, bytes | None, bytes | None]]] = [{} for _ in steps]
+        last: list[str | None] = ["" for _ in steps]  # (None: walked to the end; "": not yet)
         kept: dict[str, tuple[int, bytes | None, bytes | None]] = {}
-        start = ""  # (keys are never empty)
-        while steps and len(kept) < limit:
-            newest: dict[str, tuple[int, bytes | None, bytes | None]] = {}
-            frontier: str | None = None  # the lowest key a walk stopped at, unfinished
-            for branch_id, cap in steps:
-                rows, last = self._walk_keys(branch_id, cap, space, start, limit)
-                for key, kind, body, refs in rows:
-                    newest.setdefault(key, (kind, body, refs))
-                if last is not None and (frontier is None or last < frontier):
-                    frontier = last
-            for key in sorted(newest):
-                if frontier is not None and key > frontier:
-                    break
-                row = newest[key]
+        frontier: str | None = ""
+        size = max(limit, 1)
+        while limit and len(kept) < limit and frontier is not None:
+            for index, (branch_id, cap) in enumerate(steps):
+                if last[index] == frontier:  # (it limits what is settled: walk it on)
+                    rows, last[index] = self._walk_keys(branch_id, cap, space, frontier, size)
+                    walked[index].update(
+                        (key, (kind, body, refs)) for key, kind, body, refs in rows
+                    )
+            ends = [end for end in last if end is not None]
+            frontier = min(ends) if ends else None
+            settled: dict[str, tuple[int, bytes | None, bytes | None]] = {}
+            for rows in walked:  # (the branch itself first: its rows win)
+                for key in [key for key in rows if frontier is None or key <= frontier]:
+                    settled.setdefault(key, rows.pop(key))
+            before = len(kept)
+            for key in sorted(settled):
+                row = settled[key]
                 if row[0] not in NO_VALUE:
                     kept[key] = row
                     if len(kept) == limit:
                         break
-            if frontier is None:
-                break
-            start = frontier
+            if len(kept) == before:
+                size *= 2
         return kept
 
     def _walk_keys(

@@ -60,7 +60,8 @@ class KeySpace:
         self, prefix: str | None = None, *, as_of: AsOf = None, limit: int | None = None
     ) -> list[str]:
         """The keys that exist at ``as_of`` (default: now), sorted, optionally by prefix;
-        with ``limit``, the first ``limit`` of them only (and only those are read)."""
+        with ``limit``, the first ``limit`` of them only (without a prefix, only those are
+        read)."""
         if prefix is not None:
             check_text(prefix, "prefix")
         if limit is not None:

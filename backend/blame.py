@@ -71,7 +71,7 @@ def last_writes(
             key=key,
             version=entry_version,
             branch=engine.branch_by_id(branch_id).name,
-            timestamp=from_micros(stamps[entry_version]),
+            timestamp=from_micros(_written_at(engine, stamps, entry_version, branch_id)),
             trigger=trigger,
             event=events.get((branch_id, entry_version)),
         )
@@ -95,6 +95,16 @@ def _events_at(engine: Engine, points: set[tuple[int, int]]) -> dict[tuple[int, 
             ):
                 found[(branch_id, row[4])] = event_from_row(engine, row)
     return found
+
+
+def _written_at(engine: Engine, stamps: dict[int, int], version: int, branch_id: int) -> int:
+    """The time of the commit of ``version``; for an entry retention kept below its
+    branch's cut, whose commit went, the cut's (as ``key_history`` tells it)."""
+    found = stamps.get(version)
+    if found is not None:
+        return found
+    cut = engine.horizon(branch_id)
+    return 0 if cut is None else cut.pruned_at
 
 
 def _timestamps(engine: Engine, versions: set[int]) -> dict[int, int]:

@@ -78,9 +78,9 @@ class StepDetail(_DiffRows):
     wrote: tuple[Wrote, ...] = ()
     """What the tasks that made it wrote, as the presenter tells it (``Presenter.wrote``:
     "node agent wrote channel messages"); the raw events are among ``rows``."""
-    partial: bool = False
-    """A space holds more than ``presenters.STATE_KEYS`` keys: ``stored`` (and a plain
-    branch's ``state``) shows the first of them only."""
+    partial: tuple[str, ...] = ()
+    """The spaces that hold more than ``presenters.STATE_KEYS`` keys: ``stored`` (and a
+    plain branch's ``state``) shows the first of them only."""
     kept_from: int | None = None
     """The version the diff starts at when the step before it (or its branch's start)
     lies below a retention cut: the branch's history is kept from there on (else None,
@@ -378,7 +378,7 @@ def step_detail(db: Database, branch: str, version: int) -> StepDetail:
             {space: dict(list(snapshot[space].items())[:shown]) for space in spaces},
             rows,
             presenter.wrote(db, step),
-            any(len(snapshot[space]) > shown for space in spaces),
+            tuple(space for space in spaces if len(snapshot[space]) > shown),
             kept_from,
         )
 

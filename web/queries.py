@@ -213,13 +213,13 @@ def event_detail(
         first = event if together[0] == sequence else view.events.get(together[0])
         previous = _previous_point(db, view, info, first)
         state: dict[str, list[dict[str, Any]]] | None = None
-        partial = False
+        partial: list[str] = []
         diff = None
         if point is not None:
             here = db.at(point[0])
             snapshot = here.snapshot(as_of=point[1], limit=STATE_KEYS + 1)
             blame = here.blame(as_of=point[1], limit=STATE_KEYS)
-            partial = any(len(snapshot[space]) > STATE_KEYS for space in SPACES)
+            partial = [space for space in SPACES if len(snapshot[space]) > STATE_KEYS]
             state = {
                 space: [
                     _state_row(branch, space, key, value, blame[space].get(key))

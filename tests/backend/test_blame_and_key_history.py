@@ -208,3 +208,18 @@ def test_history_limits_must_be_counts(db: rewinddb.Database, refused) -> None: 
             db.kv.history("k", limit=limit)  # type: ignore[arg-type]
         with refused(db, rewinddb.InvalidInputError, "invalid.limit"):
             db.key_history("kv", "k", limit=limit)  # type: ignore[arg-type]
+
+
+def test_blame_of_a_value_kept_below_a_prune_cut(db: rewinddb.Database) -> None:
+    """A value a prune kept below the branch's cut has no commit any more: blame tells
+    it at the cut's time, as key_history does (it raised a bare KeyError)."""
+    db.branches.fork("default", "main")
+    main = db.at("main")
+    main.kv.put("old", 1)  # (its commit goes with the prune)
+    for i in range(3):
+        main.kv.put("n", i)
+    db.prune("main", before=db.version)
+    for limit in (None, 10):
+        blamed = main.blame(limit=limit)["kv"]
+        assert set(blamed) == {"old", "n"}
+        assert blamed["old"].timestamp == main.kv.history("old")[-1].timestamp

@@ -53,7 +53,7 @@ def _first_keys(path: Path, version: int) -> list[str]:
 def test_a_step_shows_a_page_of_a_big_state(client: TestClient, big: tuple[Path, int]) -> None:
     path, version = big
     detail = client.get(step_url("run", version, ".json")).json()
-    assert detail["partial"] is True
+    assert detail["partial"] == ["kv"]  # (the state space, of 5 keys, is whole)
     assert list(detail["stored"]["kv"]) == _first_keys(path, version)
     assert detail["stored"]["kv"]["k0003"] == {"changed": True}
     assert len(detail["stored"]["state"]) == 5  # (a small space is whole)
@@ -62,6 +62,7 @@ def test_a_step_shows_a_page_of_a_big_state(client: TestClient, big: tuple[Path,
     assert page.status_code == 200
     assert f"the first {STATE_KEYS} keys of each space" in page.text
     assert f"the first {STATE_KEYS} keys" in page.text
+    assert "(5 keys)" in page.text and "(the first 5 keys)" not in page.text
     assert f"k{STATE_KEYS:04d}" not in page.text  # (the first key past the page)
     assert "<b>x</b>" not in page.text  # (values escaped, as everywhere)
 
@@ -69,7 +70,7 @@ def test_a_step_shows_a_page_of_a_big_state(client: TestClient, big: tuple[Path,
 def test_an_event_shows_a_page_of_a_big_state(client: TestClient, big: tuple[Path, int]) -> None:
     path, version = big
     detail = client.get(event_url("run", 0, ".json")).json()
-    assert detail["state_partial"] is True
+    assert detail["state_partial"] == ["kv"]
     kv = detail["state"]["kv"]
     assert [row["key"] for row in kv] == _first_keys(path, version)
     changed = next(row for row in kv if row["key"] == "k0003")
@@ -87,6 +88,6 @@ def test_a_small_state_is_shown_whole(tmp_path: Path) -> None:
     with TestClient(create_app(tmp_path / "small"), base_url="http://localhost") as small:
         detail = small.get(step_url("default", version, ".json")).json()
         page = small.get(step_url("default", version)).text
-    assert detail["partial"] is False
+    assert detail["partial"] == []
     assert len(detail["stored"]["kv"]) == STATE_KEYS
     assert "the first" not in page
