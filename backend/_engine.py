@@ -1598,9 +1598,9 @@ class Engine:
             ends = [end for end in last if end is not None]
             frontier = min(ends) if ends else None
             settled: dict[str, tuple[int, bytes | None, bytes | None]] = {}
-            for rows in walked:  # (the branch itself first: its rows win)
-                for key in [key for key in rows if frontier is None or key <= frontier]:
-                    settled.setdefault(key, rows.pop(key))
+            for buffered in walked:  # (the branch itself first: its rows win)
+                for key in [key for key in buffered if frontier is None or key <= frontier]:
+                    settled.setdefault(key, buffered.pop(key))
             before = len(kept)
             for key in sorted(settled):
                 row = settled[key]
