@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from . import presenters
@@ -353,34 +353,48 @@ def step_detail(db: Database, branch: str, version: int) -> StepDetail:
             start = (previous.branch, previous.version)
         else:  # the first step: from the start of the history that holds it
             start = (step.branch, db.branches.get(step.branch).forked_at)
+        # A step kept as the state at a retention cut (listed below it) is read there.
+        cut = _kept_from(db, step.branch, step.version)
+        read_at = step.version if cut is None else cut
         kept_from = None
         try:
-            diff = db.diff(
-                start[0], step.branch, as_of_a=start[1], as_of_b=step.version, readable=True
-            )
+            diff = db.diff(start[0], step.branch, as_of_a=start[1], as_of_b=read_at, readable=True)
         except HistoryUnavailableError as error:  # retention removed the start: from its cut
-            kept_from = error.details.get("kept_from")
-            if not isinstance(kept_from, int) or kept_from > step.version:
+            kept_from = _kept_from(db, step.branch, start[1])
+            if kept_from is None:  # (the start's branch was cut, not the step's)
+                kept_from = error.details.get("kept_from")
+            if not isinstance(kept_from, int) or kept_from > read_at:
                 raise
             diff = db.diff(
-                step.branch, step.branch, as_of_a=kept_from, as_of_b=step.version, readable=True
+                step.branch, step.branch, as_of_a=kept_from, as_of_b=read_at, readable=True
             )
         rows = diff_rows(db, presenter, diff)
         shown = presenters.STATE_KEYS
-        snapshot = db.at(step.branch).snapshot(as_of=step.version, limit=shown + 1)
+        snapshot = db.at(step.branch).snapshot(as_of=read_at, limit=shown + 1)
         spaces = ("kv", "json", "state")
         return StepDetail(
             branch,
             presenter.name,
             step,
             previous,
-            presenter.state(db, step),
+            presenter.state(db, step if cut is None else replace(step, version=cut)),
             {space: dict(list(snapshot[space].items())[:shown]) for space in spaces},
             rows,
             presenter.wrote(db, step),
             tuple(space for space in spaces if len(snapshot[space]) > shown),
             kept_from,
         )
+
+
+def _kept_from(db: Database, branch: str, version: int) -> int | None:
+    """The version ``branch``'s history is kept from, when retention cut it above
+    ``version`` (reads as of ``version`` are unavailable); else None."""
+    try:
+        db.at(branch).events.length(as_of=version)
+    except HistoryUnavailableError as error:
+        kept_from = error.details.get("kept_from")
+        return kept_from if isinstance(kept_from, int) and kept_from > version else None
+    return None
 
 
 def key_story(

@@ -21,7 +21,8 @@ What it reads, and why it stays cheap on long threads:
 - a diff (``diff_rows``) reads each changed channel's stored value at both points and
   decodes only the items, members or value whose stored forms differ: a list that grew
   by one message decodes that message alone. A list's old and new items are aligned on
-  their stored forms (common start and end, then ``SequenceMatcher`` on what is left;
+  their stored forms (common start and end, then ``SequenceMatcher`` on what is left,
+  a long rest first cut at the items found once in each list, its work bounded;
   messages by id where they differ), so one message removed early in a long thread is
   one removed row, not every message after it changed.
 
@@ -35,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -213,7 +215,7 @@ class _TextRole:
     def __call__(self) -> str:
         if self._role is None:
             self._role = "message"
-            items = _items(self._view.kv.get(_names.channel_key(MESSAGES), as_of=self._as_of))
+            items = _items(_kept_get(self._view, _names.channel_key(MESSAGES), self._as_of))
             if items is not None and not items.plain and items.stored:
                 newest, _ = items.decoded(items.stored[-1], self._memo)
                 kind = newest.get("__class__") if isinstance(newest, dict) else None
@@ -222,14 +224,32 @@ class _TextRole:
         return self._role
 
 
+def _kept_get(view: rewinddb.BranchView, key: str, version: int | None, until: int = -1) -> Any:
+    """``key`` as of ``version`` (None: now); where retention cut the branch's history
+    above ``version``, as of the cut (the entries visible there are kept) when that
+    still tells ``version``'s value: ``until`` < 0 (``version`` is a kept entry's own),
+    or the cut is below ``until`` (the next checkpoint: nothing is written between).
+    Else None (nothing known)."""
+    try:
+        return view.kv.get(key, as_of=version)
+    except rewinddb.HistoryUnavailableError as error:
+        cut = error.details.get("kept_from")
+        if not isinstance(cut, int) or 0 <= until <= cut:
+            return None
+        return view.kv.get(key, as_of=cut)
+
+
 class _Before:
     """The messages (decoded, by id) the ``messages`` channel held at a step's parent
-    checkpoint; read once, when first asked."""
+    checkpoint (``_kept_get``: none known when retention cut it); read once, when first
+    asked."""
 
-    __slots__ = ("_db", "_memo", "_parent", "_read")
+    __slots__ = ("_db", "_memo", "_parent", "_read", "_step")
 
-    def __init__(self, db: rewinddb.Database, parent: _Record | None, memo: dict[Any, Any]) -> None:
-        self._db, self._parent, self._memo = db, parent, memo
+    def __init__(
+        self, db: rewinddb.Database, parent: _Record | None, step: int, memo: dict[Any, Any]
+    ) -> None:
+        self._db, self._parent, self._step, self._memo = db, parent, step, memo
         self._read: dict[str, Any] | None = None
 
     def __call__(self) -> dict[str, Any]:
@@ -238,7 +258,7 @@ class _Before:
             if self._parent is not None:
                 view = self._db.at(self._parent.branch)
                 key = _names.channel_key(MESSAGES)
-                items = _items(view.kv.get(key, as_of=self._parent.version))
+                items = _items(_kept_get(view, key, self._parent.version, self._step))
                 if items is not None:
                     for stored in items.stored:
                         value, _ = items.decoded(stored, self._memo)
@@ -1006,7 +1026,7 @@ class LangGraphPresenter(Presenter):
                 for n in nodes
             )
             label = label or record.source or "checkpoint"
-            added = self._messages(made, memo, texts, _Before(db, parent, memo))
+            added = self._messages(made, memo, texts, _Before(db, parent, record.version, memo))
             events = tuple(write.sequence for write in ran)
             channels = tuple(dict.fromkeys(w.channel for w in made if not _bookkeeping(w.channel)))
         if not record.stored:
@@ -1120,12 +1140,12 @@ class LangGraphPresenter(Presenter):
         items that differ from the parent's, the lists aligned (``_item_pairs``: a
         removed message changes no other), compared as stored, decoded when shown."""
         key = _names.channel_key(MESSAGES)
-        now = _items(db.at(record.branch).kv.get(key, as_of=record.version))
+        now = _items(_kept_get(db.at(record.branch), key, record.version))
         if now is None:
             return ()
         earlier = None
         if parent is not None:
-            earlier = _items(db.at(parent.branch).kv.get(key, as_of=parent.version))
+            earlier = _items(_kept_get(db.at(parent.branch), key, parent.version, record.version))
         before = earlier if earlier is not None else _Items([], now.plain)
         pairs = _stored_item_pairs(before.stored, now.stored, before.plain, now.plain, memo)
         changed = [now.stored[index] for _, index in pairs if index is not None]
@@ -1837,9 +1857,14 @@ class _Lazy:
         return _member(self.stored[index], self.plain, self.memo)
 
 
-#: Item comparisons an alignment may make (``SequenceMatcher``'s, counted beforehand);
-#: past it, the items that differ are compared by their place.
-_ALIGN_BUDGET = 200_000
+#: The work the matchers of one alignment may take, as ``SequenceMatcher``'s worst case
+#: counted beforehand: for each run it compares, the pairs of equal items times the
+#: shorter side (each pass over the run reads each pair once, and a run reordered
+#: throughout takes a pass per matching block). Past it, the runs left are compared by
+#: their place.
+_ALIGN_BUDGET = 2_000_000
+#: A differing run longer than this is first cut at its anchors (``_anchored``).
+_ANCHOR_PAST = 1_000
 
 
 def _item_pairs(
@@ -1872,18 +1897,79 @@ def _differing_runs(
     keys_old: Sequence[Any], keys_new: Sequence[Any], start: int, end_old: int, end_new: int
 ) -> list[tuple[int, int, int, int]]:
     """The runs ``(old from, old to, new from, new to)`` of items that differ between
-    ``keys_old[start:end_old]`` and ``keys_new[start:end_new]``, as ``SequenceMatcher``
-    aligns them (one run, by place, when aligning would take too many comparisons)."""
-    middle_old, middle_new = keys_old[start:end_old], keys_new[start:end_new]
-    counts = Counter(middle_new)
-    if sum(counts.get(key, 0) for key in middle_old) > _ALIGN_BUDGET:
-        return [(start, end_old, start, end_new)]
-    matcher = SequenceMatcher(None, middle_old, middle_new, autojunk=False)
-    return [
-        (start + i1, start + i2, start + j1, start + j2)
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
-        if tag != "equal"
+    ``keys_old[start:end_old]`` and ``keys_new[start:end_new]``: cut at their anchors
+    when long, each piece as ``SequenceMatcher`` aligns it while the work stays within
+    ``_ALIGN_BUDGET`` (past it, a piece is one run, compared by place)."""
+    runs: list[tuple[int, int, int, int]] = []
+    work = 0
+    for old_from, old_to, new_from, new_to in _anchored(
+        keys_old, keys_new, (start, end_old, start, end_new)
+    ):
+        middle_old, middle_new = keys_old[old_from:old_to], keys_new[new_from:new_to]
+        counts = Counter(middle_new)
+        matches = sum(counts.get(key, 0) for key in middle_old)
+        cost = matches * min(len(middle_old), len(middle_new))
+        if not matches or work + cost > _ALIGN_BUDGET:
+            runs.append((old_from, old_to, new_from, new_to))
+            continue
+        work += cost
+        matcher = SequenceMatcher(None, middle_old, middle_new, autojunk=False)
+        runs += [
+            (old_from + i1, old_from + i2, new_from + j1, new_from + j2)
+            for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+            if tag != "equal"
+        ]
+    return runs
+
+
+def _anchored(
+    keys_old: Sequence[Any], keys_new: Sequence[Any], run: tuple[int, int, int, int]
+) -> list[tuple[int, int, int, int]]:
+    """A long run cut into the pieces between its anchors (as patience diff does): the
+    items found once on each side, the longest chain of them in the same order on both.
+    A run of at most ``_ANCHOR_PAST`` items a side is left whole."""
+    old_from, old_to, new_from, new_to = run
+    if max(old_to - old_from, new_to - new_from) <= _ANCHOR_PAST:
+        return [run]
+    once_old = Counter(keys_old[old_from:old_to])
+    once_new = Counter(keys_new[new_from:new_to])
+    where_new = {keys_new[j]: j for j in range(new_from, new_to) if once_new[keys_new[j]] == 1}
+    unique = [
+        (i, where_new[key])
+        for i in range(old_from, old_to)
+        if once_old[key := keys_old[i]] == 1 and key in where_new
     ]
+    pieces = []
+    i, j = old_from, new_from
+    for anchor_old, anchor_new in _longest_chain(unique):
+        if (i, j) != (anchor_old, anchor_new):
+            pieces.append((i, anchor_old, j, anchor_new))
+        i, j = anchor_old + 1, anchor_new + 1
+    if (i, j) != (old_to, new_to):
+        pieces.append((i, old_to, j, new_to))
+    return pieces
+
+
+def _longest_chain(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The longest run of ``pairs`` (in order of their first) whose seconds increase
+    too (patience sorting, ``O(n log n)``)."""
+    tails: list[int] = []  # tails[k]: the index in pairs ending the best chain of k + 1
+    ends: list[int] = []  # ends[k]: that pair's second
+    before: list[int] = []  # before[n]: the pair ahead of pairs[n] in its chain (-1: none)
+    for n, (_, second) in enumerate(pairs):
+        k = bisect_left(ends, second)
+        before.append(tails[k - 1] if k else -1)
+        if k == len(tails):
+            tails.append(n)
+            ends.append(second)
+        else:
+            tails[k], ends[k] = n, second
+    chain: list[tuple[int, int]] = []
+    n = tails[-1] if tails else -1
+    while n >= 0:
+        chain.append(pairs[n])
+        n = before[n]
+    return chain[::-1]
 
 
 def _run_pairs(

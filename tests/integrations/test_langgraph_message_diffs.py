@@ -7,9 +7,11 @@ grew reads as the texts it gained. The stored diff is all there still (hidden ro
 from __future__ import annotations
 
 import operator
+from difflib import SequenceMatcher
 from itertools import pairwise
 from typing import Annotated, Any
 
+import pytest
 from chat_graphs import thread
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -269,3 +271,43 @@ def test_the_alignment_is_one_of_the_lists_however_they_differ() -> None:
     pairs = _item_pairs(many, changed, many, changed)
     assert _consistent(many, changed, pairs)
     assert {j for _, j in pairs if j is not None and changed[j] == "u"} == set(range(1, 3000, 2))
+
+
+class _CountingMatcher(SequenceMatcher):  # type: ignore[type-arg]
+    """``SequenceMatcher`` that counts the items its passes read (each
+    ``find_longest_match`` reads its range of the old list)."""
+
+    read = 0
+
+    def find_longest_match(
+        self, alo: int = 0, ahi: Any = None, blo: int = 0, bhi: Any = None
+    ) -> Any:
+        ahi = len(self.a) if ahi is None else ahi
+        _CountingMatcher.read += ahi - alo
+        return super().find_longest_match(alo, ahi, blo, bhi)
+
+
+@pytest.mark.parametrize(
+    "reorder",
+    [
+        lambda items: [x for i in range(0, len(items), 2) for x in (items[i + 1], items[i])],
+        lambda items: sorted(items, key=lambda item: (int(item[1:]) % 7, item)),
+        lambda items: items[::-1],
+    ],
+    ids=["adjacent-swaps", "regrouped", "reversed"],
+)
+def test_aligning_a_long_reordered_list_takes_bounded_work(
+    monkeypatch: pytest.MonkeyPatch, reorder: Any
+) -> None:
+    """A list of 8,000 items reordered throughout is aligned with work that grows with
+    its length, not its square (adjacent pairs swapped read 16 million items, 7 s): cut
+    at its anchors, the pieces past the budget compared by place."""
+    from rewinddb.integrations.langgraph import presenter
+
+    monkeypatch.setattr(presenter, "SequenceMatcher", _CountingMatcher)
+    _CountingMatcher.read = 0
+    old = [f"s{i}" for i in range(8000)]
+    new = reorder(old)
+    pairs = presenter._item_pairs(old, new, old, new)
+    assert _consistent(old, new, pairs)
+    assert _CountingMatcher.read < 200_000, _CountingMatcher.read

@@ -10,17 +10,23 @@ notebook and the command line call it by the thread's id, not by a fork's name."
 from __future__ import annotations
 
 import operator
+import shutil
+from pathlib import Path
 from typing import Annotated, Any
 
+import pytest
 from fastapi.testclient import TestClient
-from langgraph.graph import END, START, StateGraph
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 import rewinddb
 from rewinddb import story
+from rewinddb.cli import main
 from rewinddb.integrations.langgraph import RewindSaver
 from rewinddb.web import create_app
-from rewinddb.web.urls import step_url
+from rewinddb.web.urls import branch_url, step_url
 
 
 class Items(TypedDict):
@@ -91,22 +97,23 @@ def _notes(saver: RewindSaver) -> Any:
     return builder.compile(checkpointer=saver)
 
 
-def _story_everywhere(db: rewinddb.Database) -> None:
-    """Every front end's first reads answer: the attempts, each one's story, the
-    explorer's overview and each thread's page."""
+def _story_everywhere(db: rewinddb.Database, threads: tuple[str, ...] = ("bob", "carol")) -> None:
+    """Every front end answers: the attempts, each one's story and each of its steps,
+    the explorer's overview, each thread's page and each step's page (a step kept as
+    the state at a retention cut, listed below it, too), and ``rewinddb story``."""
     titles = _titles(db)
-    assert {"bob", "carol"} <= set(titles.values()), titles
-    urls = ["/", "/.json", "/api/overview", "/branches/lg~2Fbob", "/branches/lg~2Fcarol"]
+    assert set(threads) <= set(titles.values()), titles
+    urls = ["/", "/.json", "/api/overview"]
     for name in titles:
         steps = story.branch_story(db, name).steps.steps
-        # (a step kept as the state at a retention cut, below it, is not opened here:
-        # its reads as of its own version are history_unavailable, a known gap)
-        kept = db._engine.horizon(db._engine.branch(name).id)
-        cut = 0 if kept is None else kept.kept_from
-        urls += [step_url(name, step.version) for step in steps if step.version >= cut]
+        for step in steps:
+            story.step_detail(db, name, step.version)
+        urls += [branch_url(name)] + [step_url(name, step.version) for step in steps]
     with TestClient(create_app(db.path), base_url="http://localhost") as client:
         for url in urls:
             assert client.get(url).status_code == 200, url
+    for title in titles.values():
+        assert main(["story", str(db.path), title]) == 0, title
 
 
 def test_the_story_is_told_after_a_prune_in_place(
@@ -154,3 +161,68 @@ def test_a_step_after_a_retention_cut_says_where_its_diff_starts(
         page = client.get(step_url("lg/bob", newest.version)).text
     assert f"What changed since version {cut.kept_from}" in page
     assert "removed by retention" in page
+
+
+class Trip(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def _trip(saver: RewindSaver) -> Any:
+    """planner -> a subgraph (its own namespace's checkpoints; it hands back its whole
+    list of messages, most of them the thread's already) -> finalize."""
+
+    def summarize(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"summary of {len(state['messages'])}")]}
+
+    sub = StateGraph(MessagesState)
+    sub.add_node("summarize_inner", summarize)
+    sub.add_edge(START, "summarize_inner")
+
+    def planner(state: Trip) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"plan: {state['messages'][-1].content}")]}
+
+    def finalize(state: Trip) -> dict[str, Any]:
+        return {"messages": [AIMessage("booked")]}
+
+    builder = StateGraph(Trip)
+    builder.add_node("planner", planner)
+    builder.add_node("summarizer", sub.compile())
+    builder.add_node("finalize", finalize)
+    builder.add_edge(START, "planner")
+    builder.add_edge("planner", "summarizer")
+    builder.add_edge("summarizer", "finalize")
+    return builder.compile(checkpointer=saver)
+
+
+@pytest.fixture(scope="module")
+def forked_trip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two turns of a thread with a subgraph, then time travel: the state before the
+    second turn's planner edited and run from there (a fork)."""
+    path = tmp_path_factory.mktemp("forked") / "agent"
+    with rewinddb.open(path) as db:
+        graph = _trip(RewindSaver(db))
+        config: Any = {"configurable": {"thread_id": "trip"}}
+        for turn in ("Lisbon", "Porto"):
+            graph.invoke({"messages": [HumanMessage(turn)]}, config)
+        history = list(graph.get_state_history(config))
+        target = next(h for h in history if h.next == ("planner",))
+        forked = graph.update_state(target.config, {"messages": [HumanMessage("Faro")]})
+        graph.invoke(None, forked)
+    return path
+
+
+@pytest.mark.parametrize("keep", range(1, 9))
+def test_a_forked_thread_is_told_after_retention_and_gc(
+    forked_trip: Path, tmp_path: Path, keep: int
+) -> None:
+    """A time-travel fork's steps read the messages its parent checkpoint held (below
+    the fork's cut: read there, else none known), and each subgraph branch's first
+    step, kept as the state at the cut, opens as read at the cut."""
+    path = tmp_path / "agent"
+    shutil.copytree(forked_trip, path)
+    with rewinddb.open(path) as db:
+        db.retain("lg/*", keep_last=keep)
+        db.gc()
+        titles = _titles(db)
+        assert any(title.startswith("trip~") for title in titles.values()), titles
+        _story_everywhere(db, ("trip",))
