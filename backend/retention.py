@@ -31,10 +31,11 @@ from typing import Any
 
 import orjson
 
+from . import _commit_hash
 from ._connection import PAUSE
 from ._engine import DEFAULT_BRANCH, BranchRecord, Engine, check_name, now_micros
 from ._horizons import BASE_ROWS, bump_generation, rows_hash
-from .erasure import Sweep, Tree, purge_deleted
+from .erasure import Sweep, Tree, _purged_name, purge_deleted
 from .errors import InvalidInputError, ReadOnlyError, RewindError
 from .models import ErasureReceipt, counted, to_micros
 
@@ -271,8 +272,45 @@ def cut_for(
 
 
 def _lowest_fork(tree: Tree, branch_id: int) -> int | None:
-    forks = [tree.forked_at[child] for child in tree.children.get(branch_id, ())]
-    return min(forks) if forks else None
+    """The lowest version of the branch that a branch forked from it, at any depth, may
+    read (None: it has no forks). A fork reads its parent as of its fork point, and each
+    further ancestor as of the lowest fork point on the way up (``Engine.row_lineage``): a
+    fork of a fork taken at an event the middle branch inherited reads the branch below
+    the middle one's fork point. So the lowest fork point below the branch. (A fork that
+    reads none of the branch's own history, below its fork point, holds every cut back:
+    a purge of the branch would keep its rows only up to there, not the state the
+    horizon's hash covers.)"""
+    return min((tree.forked_at[step] for step in tree.subtree(branch_id)[1:]), default=None)
+
+
+def _live_reads(tree: Tree) -> dict[int, int | None]:
+    """For each deleted branch: the newest version of its own history a live branch still
+    reads through it (None: none reads any), as ``erasure.purge_deleted`` keeps it: a live
+    child reads it as of its fork point, a deleted child passes on what is read of it,
+    capped at its own fork point."""
+    reads: dict[int, int | None] = {}
+    for root in tree.deleted:
+        if root in reads:
+            continue
+        order, stack, seen = [], [root], set()
+        while stack:  # the deleted branches below it (through deleted ones), parents first
+            step = stack.pop()
+            if step in seen or step in reads:
+                continue
+            seen.add(step)
+            order.append(step)
+            stack.extend(c for c in tree.children.get(step, ()) if c in tree.deleted)
+        for step in reversed(order):  # children before their parents
+            best: int | None = None
+            for child in tree.children.get(step, ()):
+                read: int | None = tree.forked_at[child]
+                if child in tree.deleted:
+                    below = reads.get(child)  # (None in a damaged, cyclic tree too)
+                    read = None if below is None else min(tree.forked_at[child], below)
+                if read is not None:
+                    best = read if best is None else max(best, read)
+            reads[step] = best
+    return reads
 
 
 def cut_history(engine: Engine, name: str, cut: int, policy: str) -> tuple[ErasureReceipt, int]:
@@ -313,9 +351,9 @@ def cut_history(engine: Engine, name: str, cut: int, policy: str) -> tuple[Erasu
             [(record.id, space, key, version) for space, key, version, _, _ in doomed],
         )
     # A fork reads its parent's whole log up to its fork point: a branch with forks keeps
-    # its events.
+    # its events (a fork's log walk starts each step at its horizon's first event).
     last_event = None
-    if fork is None:
+    if not tree.children.get(record.id):
         last_event = conn.fetchone(
             "SELECT sequence, hash FROM rewind_events WHERE branch_id = ? AND version < ? "
             "ORDER BY version DESC, sequence DESC LIMIT 1",
@@ -332,21 +370,16 @@ def cut_history(engine: Engine, name: str, cut: int, policy: str) -> tuple[Erasu
         conn.execute(
             "DELETE FROM rewind_events WHERE branch_id = ? AND version < ?", (record.id, cut)
         )
-    last_commit = conn.fetchone(
+    links = _needed_links(engine, tree, record.id, cut)
+    chained_on = conn.fetchone(  # what the first kept commit's stored hash chains on
         "SELECT hash FROM rewind_commits WHERE branch_id = ? AND version < ? "
         "ORDER BY version DESC LIMIT 1",
         (record.id, cut),
     )
-    commits = int(
-        conn.fetchone(
-            "SELECT count(*) FROM rewind_commits WHERE branch_id = ? AND version < ?",
-            (record.id, cut),
-        )[0]
-    )
-    conn.execute("DELETE FROM rewind_commits WHERE branch_id = ? AND version < ?", (record.id, cut))
+    commits, last_commit = _remove_commits(engine, record.id, cut, links)
     base = rows_hash(conn.fetchall(BASE_ROWS, (record.id, cut)))
     previous_hash = (
-        last_commit[0] if last_commit is not None else (kept.previous_hash if kept else None)
+        last_commit if last_commit is not None else (kept.previous_hash if kept else None)
     )
     first_event, event_hash = (
         (int(last_event[0]) + 1, str(last_event[1]))
@@ -359,6 +392,8 @@ def cut_history(engine: Engine, name: str, cut: int, policy: str) -> tuple[Erasu
         "rows_hash, first_event, event_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (record.id, cut, policy, now_micros(), previous_hash, base, first_event, event_hash),
     )
+    if _has_links(engine, record.id, cut):
+        _reseal(engine, record.id, cut, previous_hash, chained_on and chained_on[0])
     items = sweep.run(engine, tree)
     bump_generation(conn)
     conn.request_reclaim()
@@ -367,6 +402,152 @@ def cut_history(engine: Engine, name: str, cut: int, policy: str) -> tuple[Erasu
         engine.clock(), entries=len(doomed), events=events, commits=commits, list_items=items
     )
     return receipt, removed_bytes
+
+
+def _remove_commits(
+    engine: Engine, branch_id: int, cut: int, links: set[int]
+) -> tuple[int, str | None]:
+    """Delete the branch's commits before ``cut`` but the merge commits in ``links``
+    (their trigger and message blanked); returns how many went and the hash of the
+    newest of them (None: none went)."""
+    conn = engine.conn
+    if not links:
+        newest = conn.fetchone(
+            "SELECT hash FROM rewind_commits WHERE branch_id = ? AND version < ? "
+            "ORDER BY version DESC LIMIT 1",
+            (branch_id, cut),
+        )
+        count = int(
+            conn.fetchone(
+                "SELECT count(*) FROM rewind_commits WHERE branch_id = ? AND version < ?",
+                (branch_id, cut),
+            )[0]
+        )
+        conn.execute(
+            "DELETE FROM rewind_commits WHERE branch_id = ? AND version < ?", (branch_id, cut)
+        )
+        return count, None if newest is None else str(newest[0])
+    doomed = [
+        (int(version), hash_)
+        for version, hash_ in conn.fetchall(
+            "SELECT version, hash FROM rewind_commits WHERE branch_id = ? AND version < ? "
+            "ORDER BY version",
+            (branch_id, cut),
+        )
+        if int(version) not in links
+    ]
+    conn.executemany("DELETE FROM rewind_commits WHERE version = ?", [(v,) for v, _ in doomed])
+    conn.executemany(
+        "UPDATE rewind_commits SET trigger = NULL, message = NULL WHERE version = ?",
+        [(version,) for version in sorted(links)],
+    )
+    return len(doomed), (str(doomed[-1][1]) if doomed else None)
+
+
+def _needed_links(engine: Engine, tree: Tree, branch_id: int, cut: int) -> set[int]:
+    """The versions of the branch's merge commits before ``cut`` that a walk of merge
+    history (``merge.contained_history``) still needs, kept as links: without them a
+    merge base found through the branch is older than the true one, and a merge goes
+    ahead on it (as ``erasure._merge_reach`` keeps a purged branch's).
+
+    A walk reaches the branch at a cap: its own head, each fork's reach into it, and each
+    merge commit naming it or a fork of it (at the merged version, capped on the way
+    up). At a cap, the walk holds, of each branch the branch merged, the most that its
+    merge commits at or below the cap name; the commit that names it is needed."""
+    conn = engine.conn
+    merges = [
+        (int(version), int(merged), int(merged_version or 0))
+        for version, merged, merged_version in conn.fetchall(
+            "SELECT version, merge_branch_id, merge_version FROM rewind_commits "
+            "WHERE branch_id = ? AND merge_branch_id IS NOT NULL ORDER BY version",
+            (branch_id,),
+        )
+    ]
+    if not any(version < cut for version, _, _ in merges):
+        return set()  # (the common case: one index seek)
+    reach = _reach_caps(tree, branch_id, engine.clock())
+    caps = {engine.clock(), *reach.values()}
+    for merged, merged_version in conn.fetchall(
+        "SELECT merge_branch_id, merge_version FROM rewind_commits "
+        "WHERE merge_branch_id IS NOT NULL"
+    ):
+        if merged in reach and merged_version is not None:
+            caps.add(min(int(merged_version), reach[merged]))
+    needed: set[int] = set()
+    newest: dict[int, tuple[int, int]] = {}  # merged branch -> (merged version, commit)
+    pending = iter(merges)
+    step = next(pending, None)
+    for cap in sorted(caps):
+        while step is not None and step[0] <= cap:
+            version, merged, merged_version = step
+            if merged not in newest or merged_version >= newest[merged][0]:
+                newest[merged] = (merged_version, version)
+            step = next(pending, None)
+        needed.update(version for _, version in newest.values() if version < cut)
+    return needed
+
+
+def _reach_caps(tree: Tree, branch_id: int, head: int) -> dict[int, int]:
+    """The branch and each branch forked from it at any depth -> the newest version of
+    the branch a walk from it holds (the branch itself: ``head``)."""
+    caps = {branch_id: head}
+    stack = [branch_id]
+    while stack:
+        step = stack.pop()
+        for child in tree.children.get(step, ()):
+            if child not in caps:  # (a damaged, cyclic tree: never loop)
+                caps[child] = min(caps[step], tree.forked_at[child])
+                stack.append(child)
+    return caps
+
+
+def _has_links(engine: Engine, branch_id: int, cut: int) -> bool:
+    """Whether the branch keeps merge commits before ``cut`` (as links)."""
+    return (
+        engine.conn.fetchone(
+            "SELECT 1 FROM rewind_commits WHERE branch_id = ? AND merge_branch_id IS NOT NULL "
+            "AND version < ? LIMIT 1",
+            (branch_id, cut),
+        )
+        is not None
+    )
+
+
+def _reseal(
+    engine: Engine, branch_id: int, cut: int, start: str | None, chained_on: str | None
+) -> None:
+    """Chain the branch's commits again from ``start`` (its horizon's), as ``verify``
+    recomputes them: the links before ``cut`` lost rows, and the first kept commit no
+    longer follows the commit it chained on (``chained_on``). A kept commit is sealed
+    again only when it verified before (a damaged one stays damaged, for ``verify`` to
+    report); once one verifies unchanged, the rest do too."""
+    conn = engine.conn
+    previous, before = start, chained_on
+    for commit in conn.fetchall(
+        "SELECT version, branch_id, ts, trigger, message, merge_branch_id, merge_version, hash "
+        "FROM rewind_commits WHERE branch_id = ? ORDER BY version",
+        (branch_id,),
+    ):
+        version, stored = int(commit[0]), commit[7]
+        entries = [
+            _commit_hash.stored_entry_digest(*row)
+            for row in conn.fetchall(_commit_hash._ENTRIES, (branch_id, version, version))
+        ]
+        events = [
+            _commit_hash.event_part(*row)
+            for row in conn.fetchall(_commit_hash._EVENTS, (branch_id, version))
+        ]
+        fields = tuple(commit[:7])
+        sealed = _commit_hash.commit_hash(previous, fields, entries, events)
+        if version >= cut:
+            if sealed == stored:
+                return  # (the rest chains on it as before)
+            if _commit_hash.commit_hash(before, fields, entries, events) != stored:
+                sealed = stored  # damaged before the cut: left for verify to report
+            before = stored
+        if sealed != stored:
+            conn.execute("UPDATE rewind_commits SET hash = ? WHERE version = ?", (sealed, version))
+        previous = sealed
 
 
 def resolve_cut(
@@ -468,29 +649,14 @@ def gc(engine: Engine, *, dry_run: bool = False, vacuum: bool = False) -> GcRepo
 
 def _gc_steps(engine: Engine, dry_run: bool) -> GcReport:
     """gc's first two parts: purges of deleted branches, then the policies' cuts."""
-    conn = engine.conn
     report = GcReport(dry_run=dry_run)
     report.file_bytes_before = None if dry_run else _file_bytes(engine)
     steps = _Steps(engine, report)
-    # 1. Deleted branches: their rows go (what live forks inherited stays).
-    # The topmost of them: a purge takes a deleted branch's deleted descendants with it.
-    deleted = [
-        int(row[0])
-        for row in conn.fetchall(
-            "SELECT b.id FROM rewind_branches b LEFT JOIN rewind_branches p "
-            "ON p.id = b.parent_id WHERE b.deleted_at IS NOT NULL "
-            "AND (p.id IS NULL OR p.deleted_at IS NULL) AND ("
-            # (its commits, found through the indexes their rows have: every commit
-            # writes an entry or an event, or is a merge; commits have no index by branch)
-            "EXISTS (SELECT 1 FROM rewind_entries e WHERE e.branch_id = b.id) "
-            "OR EXISTS (SELECT 1 FROM rewind_events v WHERE v.branch_id = b.id) "
-            "OR EXISTS (SELECT 1 FROM rewind_commits c WHERE c.branch_id = b.id "
-            "AND c.merge_branch_id IS NOT NULL) "
-            "OR b.name NOT LIKE '~purged/%') ORDER BY b.id DESC"
-        )
-    ]
-    for branch_id in deleted:
-        receipt, size = steps.run(lambda branch_id=branch_id: _purge_one(engine, branch_id))
+    # 1. Deleted branches: their rows go (what live forks inherited stays). One step per
+    # group of deleted branches joined by forks: a purge takes the deleted descendants of
+    # the topmost one with it.
+    for group in _purge_groups(engine):
+        receipt, size = steps.run(lambda group=group: _purge_one(engine, group))
         report.add(receipt, size)
     # 2. Policies: each live branch matching one is cut where its terms say.
     rules = policies(engine)
@@ -506,19 +672,60 @@ def _gc_steps(engine: Engine, dry_run: bool) -> GcReport:
             cut = cut_for(commits, rule.keep_last, rule.max_age)
             if cut is None:
                 continue
+            kept_from = None
             for step_cut in [cut] if dry_run else _step_cuts(commits, cut):
-                receipt, size = steps.run(
-                    lambda name=record.name, c=step_cut, r=str(rule): cut_history(
-                        engine, name, c, r
-                    )
+                receipt, size, kept_from = steps.run(
+                    lambda record=record, c=step_cut, r=str(rule): _cut_step(engine, record, c, r)
                 )
                 report.add(receipt, size)
-            kept = engine.horizon(record.id) if not dry_run else None
-            if kept is not None:
-                report.horizons[record.name] = kept.kept_from
-            elif dry_run:
-                report.horizons[record.name] = cut
+            if kept_from is not None:  # (in a dry run too: read before the step rolled back)
+                report.horizons[record.name] = kept_from
     return report
+
+
+def _cut_step(
+    engine: Engine, record: BranchRecord, cut: int, policy: str
+) -> tuple[ErasureReceipt, int, int | None]:
+    """One step of a policy's cut, and where the branch's history is kept from after it."""
+    receipt, size = cut_history(engine, record.name, cut, policy)
+    kept = engine.horizon(record.id)
+    return receipt, size, None if kept is None else kept.kept_from
+
+
+#: The newest version of a purged branch's own rows, each an index seek. (Its merge commits
+#: are left out: those a purge keeps are links that remaining branches' merge history
+#: walks through, and a purge that removes what names them purges them again.)
+_NEWEST_ROW = (
+    "SELECT max(v) FROM (SELECT max(version) AS v FROM rewind_entries WHERE branch_id = ? "
+    "UNION ALL SELECT max(version) FROM rewind_events WHERE branch_id = ?) own"
+)
+
+
+def _purge_groups(engine: Engine) -> list[list[int]]:
+    """The groups of deleted branches (joined by forks) that hold something to purge,
+    each its topmost branch first: a group with a branch not purged yet, or with rows
+    newer than what live branches still read of it (``_live_reads``). The topmost branch
+    may hold nothing (a purged parent that never wrote): its deleted descendants count."""
+    tree = Tree(engine)
+    reads = _live_reads(tree)
+    groups: list[list[int]] = []
+    grouped: set[int] = set()
+    for branch_id in sorted(tree.deleted, reverse=True):
+        if branch_id in grouped:
+            continue
+        if tree.name[branch_id] == _purged_name(branch_id):
+            newest = engine.conn.fetchone(_NEWEST_ROW, (branch_id,) * 2)[0]
+            read = reads.get(branch_id)
+            if newest is None or (read is not None and int(newest) <= read):
+                continue  # purged, and what it keeps a live branch reads
+        root, seen = branch_id, {branch_id}
+        while tree.parent.get(root) in tree.deleted and tree.parent[root] not in seen:
+            root = tree.parent[root]
+            seen.add(root)
+        group = _deleted_below(tree, root)
+        grouped.update(group)
+        groups.append(group)
+    return sorted(groups, key=lambda group: group[0], reverse=True)
 
 
 def _step_cuts(commits: list[tuple[int, int]], cut: int) -> list[int]:
@@ -528,15 +735,39 @@ def _step_cuts(commits: list[tuple[int, int]], cut: int) -> list[int]:
     return [*cuts, cut]
 
 
-def _purge_one(engine: Engine, branch_id: int) -> tuple[ErasureReceipt, int]:
-    size = engine.conn.fetchone(
-        "SELECT (SELECT coalesce(sum(coalesce(length(body), 0) + coalesce(length(refs), 0)), 0) "
-        "FROM rewind_entries WHERE branch_id = ?) + (SELECT coalesce(sum(length(payload)), 0) "
-        "FROM rewind_events WHERE branch_id = ?)",
-        (branch_id, branch_id),
-    )[0]
-    receipt = purge_deleted(engine, [branch_id])
-    return receipt, int(size or 0)
+def _purge_one(engine: Engine, group: list[int]) -> tuple[ErasureReceipt, int]:
+    """Purge a group of deleted branches (``_purge_groups``: the topmost first); returns
+    what went and the bytes of their rows that went (what they keep for live forks stays)."""
+    before = _rows_bytes(engine, group)
+    receipt = purge_deleted(engine, group[:1])
+    return receipt, before - _rows_bytes(engine, group)
+
+
+def _deleted_below(tree: Tree, root: int) -> list[int]:
+    """``root`` and its deleted descendants, through deleted branches only, ``root`` first."""
+    found, stack, seen = [], [root], set()
+    while stack:
+        step = stack.pop()
+        if step in seen or step not in tree.deleted:
+            continue
+        seen.add(step)
+        found.append(step)
+        stack.extend(tree.children.get(step, ()))
+    return found
+
+
+def _rows_bytes(engine: Engine, branch_ids: list[int]) -> int:
+    """The bytes of these branches' values and payloads."""
+    total = 0
+    for branch_id in branch_ids:
+        size = engine.conn.fetchone(
+            "SELECT (SELECT coalesce(sum(coalesce(length(body), 0) "
+            "+ coalesce(length(refs), 0)), 0) FROM rewind_entries WHERE branch_id = ?) "
+            "+ (SELECT coalesce(sum(length(payload)), 0) FROM rewind_events WHERE branch_id = ?)",
+            (branch_id, branch_id),
+        )[0]
+        total += int(size or 0)
+    return total
 
 
 def _live_records(engine: Engine) -> list[BranchRecord]:
