@@ -31,7 +31,6 @@ from typing import Any
 
 import orjson
 
-from . import _commit_hash
 from ._connection import PAUSE
 from ._engine import DEFAULT_BRANCH, BranchRecord, Engine, check_name, now_micros
 from ._horizons import BASE_ROWS, bump_generation, rows_hash
@@ -322,6 +321,7 @@ def cut_history(engine: Engine, name: str, cut: int, policy: str) -> tuple[Erasu
     fork = _lowest_fork(tree, record.id)
     if fork is not None:
         cut = min(cut, fork)
+    cut = _merge_cut(engine, tree, record.id, cut)
     kept = engine.horizon(record.id)
     if cut <= record.forked_at or (kept is not None and cut <= kept.kept_from):
         return ErasureReceipt(engine.clock()), 0
@@ -370,16 +370,21 @@ def cut_history(engine: Engine, name: str, cut: int, policy: str) -> tuple[Erasu
         conn.execute(
             "DELETE FROM rewind_events WHERE branch_id = ? AND version < ?", (record.id, cut)
         )
-    links = _needed_links(engine, tree, record.id, cut)
-    chained_on = conn.fetchone(  # what the first kept commit's stored hash chains on
+    last_commit = conn.fetchone(
         "SELECT hash FROM rewind_commits WHERE branch_id = ? AND version < ? "
         "ORDER BY version DESC LIMIT 1",
         (record.id, cut),
     )
-    commits, last_commit = _remove_commits(engine, record.id, cut, links)
+    commits = int(
+        conn.fetchone(
+            "SELECT count(*) FROM rewind_commits WHERE branch_id = ? AND version < ?",
+            (record.id, cut),
+        )[0]
+    )
+    conn.execute("DELETE FROM rewind_commits WHERE branch_id = ? AND version < ?", (record.id, cut))
     base = rows_hash(conn.fetchall(BASE_ROWS, (record.id, cut)))
     previous_hash = (
-        last_commit if last_commit is not None else (kept.previous_hash if kept else None)
+        last_commit[0] if last_commit is not None else (kept.previous_hash if kept else None)
     )
     first_event, event_hash = (
         (int(last_event[0]) + 1, str(last_event[1]))
@@ -392,8 +397,6 @@ def cut_history(engine: Engine, name: str, cut: int, policy: str) -> tuple[Erasu
         "rows_hash, first_event, event_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (record.id, cut, policy, now_micros(), previous_hash, base, first_event, event_hash),
     )
-    if _has_links(engine, record.id, cut):
-        _reseal(engine, record.id, cut, previous_hash, chained_on and chained_on[0])
     items = sweep.run(engine, tree)
     bump_generation(conn)
     conn.request_reclaim()
@@ -404,56 +407,16 @@ def cut_history(engine: Engine, name: str, cut: int, policy: str) -> tuple[Erasu
     return receipt, removed_bytes
 
 
-def _remove_commits(
-    engine: Engine, branch_id: int, cut: int, links: set[int]
-) -> tuple[int, str | None]:
-    """Delete the branch's commits before ``cut`` but the merge commits in ``links``
-    (their trigger and message blanked); returns how many went and the hash of the
-    newest of them (None: none went)."""
-    conn = engine.conn
-    if not links:
-        newest = conn.fetchone(
-            "SELECT hash FROM rewind_commits WHERE branch_id = ? AND version < ? "
-            "ORDER BY version DESC LIMIT 1",
-            (branch_id, cut),
-        )
-        count = int(
-            conn.fetchone(
-                "SELECT count(*) FROM rewind_commits WHERE branch_id = ? AND version < ?",
-                (branch_id, cut),
-            )[0]
-        )
-        conn.execute(
-            "DELETE FROM rewind_commits WHERE branch_id = ? AND version < ?", (branch_id, cut)
-        )
-        return count, None if newest is None else str(newest[0])
-    doomed = [
-        (int(version), hash_)
-        for version, hash_ in conn.fetchall(
-            "SELECT version, hash FROM rewind_commits WHERE branch_id = ? AND version < ? "
-            "ORDER BY version",
-            (branch_id, cut),
-        )
-        if int(version) not in links
-    ]
-    conn.executemany("DELETE FROM rewind_commits WHERE version = ?", [(v,) for v, _ in doomed])
-    conn.executemany(
-        "UPDATE rewind_commits SET trigger = NULL, message = NULL WHERE version = ?",
-        [(version,) for version in sorted(links)],
-    )
-    return len(doomed), (str(doomed[-1][1]) if doomed else None)
-
-
-def _needed_links(engine: Engine, tree: Tree, branch_id: int, cut: int) -> set[int]:
-    """The versions of the branch's merge commits before ``cut`` that a walk of merge
-    history (``merge.contained_history``) still needs, kept as links: without them a
-    merge base found through the branch is older than the true one, and a merge goes
-    ahead on it (as ``erasure._merge_reach`` keeps a purged branch's).
+def _merge_cut(engine: Engine, tree: Tree, branch_id: int, cut: int) -> int:
+    """``cut`` lowered so that the branch keeps the merge commits that a walk of merge
+    history (``merge.contained_history``) still needs: without one, a merge base found
+    through the branch is older than the true one, and a later merge goes ahead on it
+    (putting back a value the target had replaced).
 
     A walk reaches the branch at a cap: its own head, each fork's reach into it, and each
     merge commit naming it or a fork of it (at the merged version, capped on the way
     up). At a cap, the walk holds, of each branch the branch merged, the most that its
-    merge commits at or below the cap name; the commit that names it is needed."""
+    merge commits at or below the cap name: the commit that names it is needed."""
     conn = engine.conn
     merges = [
         (int(version), int(merged), int(merged_version or 0))
@@ -464,16 +427,16 @@ def _needed_links(engine: Engine, tree: Tree, branch_id: int, cut: int) -> set[i
         )
     ]
     if not any(version < cut for version, _, _ in merges):
-        return set()  # (the common case: one index seek)
+        return cut  # (the common case: one index seek)
     reach = _reach_caps(tree, branch_id, engine.clock())
-    caps = {engine.clock(), *reach.values()}
+    caps = set(reach.values())
     for merged, merged_version in conn.fetchall(
         "SELECT merge_branch_id, merge_version FROM rewind_commits "
         "WHERE merge_branch_id IS NOT NULL"
     ):
         if merged in reach and merged_version is not None:
             caps.add(min(int(merged_version), reach[merged]))
-    needed: set[int] = set()
+    lowest = cut
     newest: dict[int, tuple[int, int]] = {}  # merged branch -> (merged version, commit)
     pending = iter(merges)
     step = next(pending, None)
@@ -483,8 +446,8 @@ def _needed_links(engine: Engine, tree: Tree, branch_id: int, cut: int) -> set[i
             if merged not in newest or merged_version >= newest[merged][0]:
                 newest[merged] = (merged_version, version)
             step = next(pending, None)
-        needed.update(version for _, version in newest.values() if version < cut)
-    return needed
+        lowest = min([lowest, *(version for _, version in newest.values())])
+    return lowest
 
 
 def _reach_caps(tree: Tree, branch_id: int, head: int) -> dict[int, int]:
@@ -499,55 +462,6 @@ def _reach_caps(tree: Tree, branch_id: int, head: int) -> dict[int, int]:
                 caps[child] = min(caps[step], tree.forked_at[child])
                 stack.append(child)
     return caps
-
-
-def _has_links(engine: Engine, branch_id: int, cut: int) -> bool:
-    """Whether the branch keeps merge commits before ``cut`` (as links)."""
-    return (
-        engine.conn.fetchone(
-            "SELECT 1 FROM rewind_commits WHERE branch_id = ? AND merge_branch_id IS NOT NULL "
-            "AND version < ? LIMIT 1",
-            (branch_id, cut),
-        )
-        is not None
-    )
-
-
-def _reseal(
-    engine: Engine, branch_id: int, cut: int, start: str | None, chained_on: str | None
-) -> None:
-    """Chain the branch's commits again from ``start`` (its horizon's), as ``verify``
-    recomputes them: the links before ``cut`` lost rows, and the first kept commit no
-    longer follows the commit it chained on (``chained_on``). A kept commit is sealed
-    again only when it verified before (a damaged one stays damaged, for ``verify`` to
-    report); once one verifies unchanged, the rest do too."""
-    conn = engine.conn
-    previous, before = start, chained_on
-    for commit in conn.fetchall(
-        "SELECT version, branch_id, ts, trigger, message, merge_branch_id, merge_version, hash "
-        "FROM rewind_commits WHERE branch_id = ? ORDER BY version",
-        (branch_id,),
-    ):
-        version, stored = int(commit[0]), commit[7]
-        entries = [
-            _commit_hash.stored_entry_digest(*row)
-            for row in conn.fetchall(_commit_hash._ENTRIES, (branch_id, version, version))
-        ]
-        events = [
-            _commit_hash.event_part(*row)
-            for row in conn.fetchall(_commit_hash._EVENTS, (branch_id, version))
-        ]
-        fields = tuple(commit[:7])
-        sealed = _commit_hash.commit_hash(previous, fields, entries, events)
-        if version >= cut:
-            if sealed == stored:
-                return  # (the rest chains on it as before)
-            if _commit_hash.commit_hash(before, fields, entries, events) != stored:
-                sealed = stored  # damaged before the cut: left for verify to report
-            before = stored
-        if sealed != stored:
-            conn.execute("UPDATE rewind_commits SET hash = ? WHERE version = ?", (sealed, version))
-        previous = sealed
 
 
 def resolve_cut(

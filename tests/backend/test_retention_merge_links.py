@@ -3,11 +3,9 @@
 A merge base is found by following forks and merges (``merge.contained_history``). A
 prune or a policy's cut used to delete a branch's merge commits below the cut with the
 rest of its history, so a later merge found an older base and went ahead on it, putting
-back a value the target had replaced (with ``verify()`` ok). Now a cut keeps the merge
-commits below it that a walk needs as links (version, time, merge parent; no trigger or
-message; the chain sealed again, so ``verify()`` is ok), as a purge does
-(``erasure._merge_reach``). And gc used to purge again, on every run, each purged branch
-that keeps links (it counted their merge commits as rows to purge).
+back a value the target had replaced (with ``verify()`` ok). Now a cut stops at the
+oldest merge commit a walk still needs. And gc used to purge again, on every run, each
+purged branch that keeps merge links (it counted their merge commits as rows to purge).
 """
 
 from __future__ import annotations
@@ -37,12 +35,12 @@ def _merged_then_put_back(db: rewinddb.Database) -> None:
 def test_a_prune_keeps_the_merge_commit_a_later_merge_base_is_found_through(
     db: rewinddb.Database,
 ) -> None:
-    """The review's case: without the link the base was default@1 (k=1), b's k=1 read as
-    unchanged since, and the merge put default's k=2 over it."""
+    """The review's case: without the merge commit the base was default@1 (k=1), b's k=1
+    read as unchanged since, and the merge put default's k=2 over it, verify ok."""
     _merged_then_put_back(db)
     (merge_version,) = [c.version for c in db.commits(branch="b") if c.merged_from]
     report = db.prune("b", keep_last=1)
-    assert report.horizons["b"] > merge_version and report.versions == 2  # (the link stays)
+    assert report.horizons["b"] == merge_version  # lowered to keep it
     assert db.verify().ok
     receipt = db.branches.merge("default", "b")
     assert receipt.base == ("default", 2) and receipt.applied == []
@@ -50,27 +48,29 @@ def test_a_prune_keeps_the_merge_commit_a_later_merge_base_is_found_through(
     assert db.verify().ok
 
 
-def test_the_link_holds_no_trigger_or_message_and_a_second_cut_keeps_it(
+def test_a_newer_merge_of_the_same_branch_lets_the_cut_past_the_older_one(
     db: rewinddb.Database,
 ) -> None:
     _merged_then_put_back(db)
-    db.prune("b", keep_last=2)
-    links = [c for c in db.commits(branch="b") if c.merged_from is not None]
-    assert [(c.merged_from, c.merged_version, c.trigger, c.message) for c in links] == [
-        ("default", 2, None, None)
-    ]
+    db.kv.put("k", 3)
+    k3 = db.version
+    db.branches.merge("default", "b", strategy="target")  # b holds default@k3, keeps k=1
+    newer = max(c.version for c in db.commits(branch="b") if c.merged_from)
     db.at("b").kv.put("x", 3)
-    db.prune("b", keep_last=1)  # cuts again, past the link kept before
+    report = db.prune("b", keep_last=1)
+    assert report.horizons["b"] == newer and report.versions == 4
     assert db.verify().ok
-    assert db.branches.merge("default", "b").base == ("default", 2)
+    assert db.branches.merge("default", "b").base == ("default", k3)
     assert db.at("b").kv.get("k") == 1
 
 
 def test_a_policy_cut_keeps_it_too(db: rewinddb.Database) -> None:
     _merged_then_put_back(db)
+    (merge_version,) = [c.version for c in db.commits(branch="b") if c.merged_from]
     db.retain("b", keep_last=1)
+    dry = db.gc(dry_run=True)
     report = db.gc()
-    assert report.horizons == {"b": max(c.version for c in db.commits(branch="b"))}
+    assert dry.horizons == report.horizons == {"b": merge_version}
     assert db.verify().ok
     assert db.branches.merge("default", "b").applied == []
     assert db.at("b").kv.get("k") == 1
@@ -80,44 +80,26 @@ def test_a_merge_of_the_cut_branch_below_its_cut_still_holds_what_it_merged(
     db: rewinddb.Database,
 ) -> None:
     """``c`` merged ``b`` right after b merged default: a walk from c reaches b at that
-    version, below b's later cut, and through b's merge commit there, default@2."""
+    version, and through b's merge commit there, default@2 (b's newer merge of default
+    does not stand for it there)."""
     db.kv.put("k", 1)
     db.branches.fork("default", "b")
     db.branches.fork("default", "c")
     db.kv.put("k", 2)
     db.branches.merge("default", "b")
+    first = db.version
     db.branches.merge("b", "c")  # c holds b, and through it default@2
     db.at("c").kv.put("k", 1)  # c puts k=1 back on purpose
-    db.branches.merge("default", "b")  # a newer merge of default on b (nothing new)
+    db.kv.put("other", 1)
+    db.branches.merge("default", "b")  # a newer merge of default on b
     for n in range(3):
         db.at("b").kv.put("x", n)
-    db.prune("b", keep_last=1)
+    assert db.prune("b", keep_last=1).horizons["b"] == first
     assert db.verify().ok
     receipt = db.branches.merge("default", "c")
-    assert receipt.base == ("default", 2) and receipt.applied == []
+    assert receipt.base == ("default", 2)
+    assert [change.key for change in receipt.applied] == ["other"]
     assert db.at("c").kv.get("k") == 1
-
-
-def test_a_cut_with_links_leaves_a_damaged_commit_for_verify_to_report(
-    db: rewinddb.Database,
-) -> None:
-    """The chain is sealed again after links: a kept commit whose rows were changed
-    behind rewinddb's back must not be sealed over."""
-    _merged_then_put_back(db)
-    db.at("b").kv.put("y", "real")
-    db.at("b").kv.put("z", 1)
-    damaged = db.version - 1
-    conn = db._engine.conn
-    with conn.write():
-        conn.execute(
-            "UPDATE rewind_entries SET body = ? WHERE key = 'y' AND version = ?",
-            (b'"forged"', damaged),
-        )
-    assert not db.verify().ok
-    db.prune("b", keep_last=3)
-    result = db.verify()
-    assert not result.ok
-    assert [p.version for p in result.problems] == [damaged]
 
 
 def _purged_threads_that_merged_default(db: rewinddb.Database, threads: int) -> None:
