@@ -267,6 +267,14 @@ class _Before:
         return self._read
 
 
+def _is_parent(earlier: _Record | None, record: _Record) -> bool:
+    """Whether the checkpoint listed before ``record`` is its parent (or may be: either
+    id unknown); not when retention removed the parent and kept an older one."""
+    if earlier is None or earlier.id is None or record.parent is None:
+        return True
+    return earlier.id == record.parent
+
+
 def _record(entry: HistoryEntry) -> _Record | None:
     if entry.deleted:
         return None
@@ -1006,6 +1014,8 @@ class LangGraphPresenter(Presenter):
         texts: _TextRole,
     ) -> Step:
         own = writes.get(record.id, []) if record.id else []
+        if not _is_parent(parent, record):  # (retention removed its parent: not known)
+            parent = None
         ran = writes.get(parent.id, []) if parent is not None and parent.id else []
         nodes: tuple[str, ...] = ()
         added: tuple[Message, ...] = ()
@@ -1627,6 +1637,8 @@ class LangGraphPresenter(Presenter):
             records = [record for item in found if (record := _record(item.entry)) is not None]
             parent = records[-2] if len(records) > 1 else None
             if parent is None or parent.id is None or records[-1].version != step.version:
+                return ()
+            if not _is_parent(parent, records[-1]):
                 return ()
             ran = self._writes(db, parent, [records[-1]]).get(parent.id, [])
             memo: dict[Any, Any] = {}

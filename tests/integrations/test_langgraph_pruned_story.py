@@ -221,8 +221,22 @@ def test_a_forked_thread_is_told_after_retention_and_gc(
     path = tmp_path / "agent"
     shutil.copytree(forked_trip, path)
     with rewinddb.open(path) as db:
+        whole = _told_messages(db)
         db.retain("lg/*", keep_last=keep)
         db.gc()
         titles = _titles(db)
         assert any(title.startswith("trip~") for title in titles.values()), titles
         _story_everywhere(db, ("trip",))
+        # A step whose parent retention removed tells nothing that step did not do (it
+        # told what ran from the older checkpoint kept before it).
+        for place, messages in _told_messages(db).items():
+            assert set(messages) <= set(whole.get(place, ())), (place, messages)
+
+
+def _told_messages(db: rewinddb.Database) -> dict[tuple[str, int], tuple[str, ...]]:
+    """The texts of the messages each step of each branch tells it added."""
+    return {
+        (name, step.version): tuple(m.text for m in step.messages)
+        for name in _titles(db)
+        for step in story.branch_story(db, name).steps.steps
+    }
