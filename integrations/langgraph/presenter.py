@@ -1817,7 +1817,9 @@ def _value_parts(
     for at_old, at_new in _item_pairs(keys_old, keys_new, shown_old, shown_new):
         before = ABSENT if at_old is None else shown_old[at_old]
         after = ABSENT if at_new is None else shown_new[at_new]
-        found += value_changes(before, after, (at_old if at_new is None else at_new,))
+        at = at_old if at_new is None else at_new
+        assert at is not None  # (a pair names an item on one side at least)
+        found += value_changes(before, after, (at,))
     return found
 
 
