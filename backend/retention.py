@@ -8,9 +8,10 @@
   as of the cut needs (each key's newest entry at or below it). Reads ``as_of`` any kept
   version answer exactly as before; a read before the cut raises ``history_unavailable``
   naming the retention. The branch's event log keeps its events from the cut on (their
-  sequence numbers do not change). A branch's newest version, and whatever a fork of it
-  reads (its state as of each fork point, and its whole log: a branch with forks keeps
-  its events), are never removed.
+  sequence numbers do not change). A branch's newest version, whatever a fork of it at
+  any depth reads (its state as of each fork point, and its whole log: a branch with
+  forks keeps its events), and the merge commits later merges find their base through
+  (a cut stops at the oldest one still needed) are never removed.
 - ``db.gc(dry_run=False)`` applies every policy, purges deleted branches (``erasure``)
   and gives the space back (``Connection.reclaim``), each step a short write transaction
   of its own, so agents writing meanwhile wait at most one step. A dry run makes the same

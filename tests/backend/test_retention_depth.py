@@ -73,7 +73,7 @@ def _assert_reads_kept(db: rewinddb.Database, before: dict[str, dict[int, Any]])
 def _newest_read(db: rewinddb.Database) -> dict[int, int]:
     """Branch id -> the newest version of it some live branch reads (its own rows newer
     than that are read by nothing: a deleted branch is not read)."""
-    engine, reads = db._engine, {}
+    engine, reads = db._engine, dict[int, int]()
     for branch in db.branches.list():
         record = engine.branch(branch.name)
         for branch_id, cap in engine.row_lineage(record, max(engine.clock(), record.forked_at)):
@@ -120,7 +120,7 @@ def _grandchild_at_an_inherited_event(db: rewinddb.Database) -> int:
     a.kv.put("other", 1)
     db.branches.fork("a", "p")
     db.branches.fork("p", "s", at_event=event.sequence)
-    return event.version
+    return int(event.version)
 
 
 def test_a_prune_keeps_what_a_fork_of_a_fork_at_an_inherited_event_reads(

@@ -121,11 +121,12 @@ def test_a_second_gc_does_not_purge_branches_that_keep_links_again(
     _purged_threads_that_merged_default(db, 3)
     steps: list[Any] = []
     purge_one = retention._purge_one
-    monkeypatch.setattr(
-        retention,
-        "_purge_one",
-        lambda engine, group: (steps.append(group), purge_one(engine, group))[1],
-    )
+
+    def counted(engine: Any, group: list[int]) -> Any:
+        steps.append(group)
+        return purge_one(engine, group)
+
+    monkeypatch.setattr(retention, "_purge_one", counted)
     first = db.gc()
     assert first.branches == 3 and len(steps) == 3
     links = [c for c in db.commits() if c.branch.startswith("~purged/")]
