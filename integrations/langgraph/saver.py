@@ -345,29 +345,6 @@ class _Read(NamedTuple):
     stored: dict  # its record (``CHECKPOINT_KEY``)
     opened: _Opened  # the record decoded
     blobs: dict[str, Any]  # channel -> its stored value at the checkpoint (or ``_Sealed``)
-    orphan: bool = False  # its parent's record was removed by store retention
-
-
-def _orphans(records: _Newest, versions: builtins.list[int]) -> set[int]:
-    """The versions (of ``versions``, checkpoints read from ``records``) whose parent's
-    record is no longer in the branch's history: the entry before a checkpoint's own
-    is its parent's record (a branch holds a chain of checkpoints, a fork inherits its
-    fork point's), unless store retention removed it (``db.retain``) and left an older
-    record there, or none at all."""
-    orphans = set()
-    for version in versions:
-        found = bisect.bisect_left(records.versions, version)
-        if found == len(records.versions) or records.versions[found] != version:
-            continue  # not read here: the checkpoint's own read answers
-        record = records.values[found]
-        parent = record.get("parent") if isinstance(record, dict) else None
-        if found:
-            before = records.values[found - 1]
-            if parent and not (isinstance(before, dict) and before.get("id") == parent):
-                orphans.add(version)
-        elif parent and records.complete:
-            orphans.add(version)
-    return orphans
 
 
 class _Listing:
@@ -388,6 +365,16 @@ class _Listing:
         self.kept: dict[tuple[str, str, int], Any] = {}
         #: (branch, key) -> the most pairs an entry of it held in the batches read.
         self.pairs: dict[tuple[str, str], int] = {}
+        #: branch -> the sequences of the write events read, and the newest of them.
+        self.sequences: dict[str, set[int]] = {}
+        self.newest: dict[str, int] = {}
+        #: branch -> its log's length, read when no write event from a sequence on was.
+        self.lengths: dict[str, int] = {}
+        #: The index records the batches read, by key (``_parent_reads`` finds parents).
+        self.entries: dict[str, dict] = {}
+        #: index key -> whether the checkpoint's parent still reads (``_parent_reads``),
+        #: and whether the events read hold all its pending writes (``writes_whole``).
+        self.checked: dict[str, tuple[bool, bool]] = {}
 
     def _pairs(self, branch: str, key: str) -> int:
         """How many pairs to expect an entry of ``key`` to hold (few entries at first)."""
@@ -435,10 +422,7 @@ class _Listing:
 
     def _read_branch(self, branch: str, versions: builtins.list[int]) -> None:
         kv = self.view(branch).kv
-        # (One entry more: the record before the oldest, which tells whether its parent's
-        # record is still there after store retention, see ``_orphans``.)
-        records = _Newest(kv, _names.CHECKPOINT_KEY, versions, len(versions) + 1)
-        orphans = _orphans(records, versions)
+        records = _Newest(kv, _names.CHECKPOINT_KEY, versions, len(versions))
         loaded: dict[int, tuple[dict, _Opened]] = {}
         held: dict[str, set] = {}  # channel -> the versions of it the batch holds
         written = set(records.versions)
@@ -476,7 +460,7 @@ class _Listing:
                 except rewinddb.HistoryUnavailableError:
                     continue  # below a retention cut: the checkpoint's own read answers
                 blobs.update((channel, found.get(key)) for key, channel in unread.items())
-            self.reads[(branch, version)] = _Read(stored, opened, blobs, version in orphans)
+            self.reads[(branch, version)] = _Read(stored, opened, blobs)
 
     def take(self, entry: dict) -> _Read | None:
         """What ``read_batch`` read for the checkpoint of ``entry`` (once: its objects go
@@ -503,14 +487,32 @@ class _Listing:
                 events = log.list(event_type=_names.WRITE_EVENT, after=after)
             elif known is not None:
                 grouped = known[1]
+            sequences = self.sequences.setdefault(branch, set())
             for item in events:
                 event = item.event
                 if event.event_type == _names.WRITE_EVENT:
                     grouped.setdefault(event.payload["checkpoint_id"], []).append(
                         (event.sequence, event.payload, event.branch)
                     )
+                    sequences.add(event.sequence)
+            self.newest[branch] = max(sequences, default=-1)
             known = self.read[branch] = (start, grouped)
         return known[1]
+
+    def writes_whole(self, entry: dict) -> bool:
+        """Whether the events read hold all of a checkpoint's pending writes: the one at
+        its first sequence, or none from there on while the log is no longer (store
+        retention removes a branch's oldest events). False for a gap: the checkpoint's
+        own read then tells (``_read_point``)."""
+        branch, start = entry["branch"], int(entry["events"])
+        self._events_from(branch, start)
+        if start in self.sequences[branch]:
+            return True
+        if self.newest[branch] > start:
+            return False
+        if branch not in self.lengths:
+            self.lengths[branch] = self.view(branch).events.length()
+        return self.lengths[branch] <= start
 
     def payloads(
         self, branch: str, start: int, checkpoint_id: str
@@ -638,9 +640,13 @@ class RewindSaver(BaseCheckpointSaver[str]):
     ) -> CheckpointTuple | None:
         """The checkpoint, read in one read transaction (``entry``: its index record, when
         the caller read it already; ``listing``: what a ``list`` read for it already)."""
+        key = _names.checkpoint_key(thread_id, checkpoint_ns, checkpoint_id)
         read = None if listing is None or entry is None else listing.take(entry)
+        checked = None if listing is None else listing.checked.pop(key, None)
+        if read is not None and not (checked is not None and checked[1]):
+            read = None  # some of its writes' events may be gone: its own read tells
         if read is not None and entry is not None:  # all read but what the listing holds
-            stored, opened, blobs, orphan = read
+            stored, opened, blobs = read
             writes = self._write_payloads(entry, checkpoint_id, listing)
             kept = [self._kept_write(stored, p, listing) for p, stored in writes]
         else:
@@ -655,9 +661,6 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 if point is None:
                     return None  # store retention removed what it read: as if pruned
                 stored, at = point
-                orphan = at != entry["version"] and self._parent_gone(
-                    thread_id, checkpoint_ns, entry
-                )
                 opened = _open(self.serde, stored)
                 # The channels in one read (the newest of a key is known to the
                 # connection, so the checkpoint just written reads no row).
@@ -683,7 +686,13 @@ class RewindSaver(BaseCheckpointSaver[str]):
                     values[channel] = blob.value
             elif blob is not None and blob["version"] == version:
                 values[channel] = self._decoder.channel(blob)
-        parent = None if orphan else entry["parent"]
+        if checked is None:
+            known = None if listing is None else listing.entries
+            with self.db.read():
+                reads = self._parent_reads(key, entry, known)
+        else:
+            reads = checked[0]
+        parent = entry["parent"] if reads else None
         return CheckpointTuple(
             config=_config(thread_id, checkpoint_ns, checkpoint_id),
             checkpoint={**checkpoint, "channel_values": values},
@@ -716,20 +725,48 @@ class RewindSaver(BaseCheckpointSaver[str]):
                 raise  # not a retention cut (before a fork existed): as ever
         stored = view.kv.get(_names.CHECKPOINT_KEY, as_of=cut)
         if isinstance(stored, dict) and stored.get("id") == checkpoint_id:
-            return stored, cut
+            return None if self._writes_cut(entry) else (stored, cut)
         return None
 
-    def _parent_gone(self, thread_id: str, checkpoint_ns: str, entry: dict) -> bool:
-        """Whether store retention removed the parent of a checkpoint read at its
-        branch's cut (``_read_point``), which then has no parent, as ``prune`` leaves
-        a kept checkpoint whose parent went."""
+    def _writes_cut(self, entry: dict) -> bool:
+        """Whether store retention removed events logged after a checkpoint (from its
+        sequence ``entry["events"]`` on): its branch's log holds no event there any
+        more, but one after it, or is longer. Its pending writes may have been among
+        them (a late write of an older checkpoint may be too: which, the cut does not
+        say), and a checkpoint read without some would run a finished task again.
+        Without retention, the event at that sequence is there (or none after it)."""
+        start = int(entry["events"])
+        log = self.db.at(entry["branch"]).events
+        first = log.list(after=start - 1 if start else None, limit=1)
+        following: int = first[0].event.sequence if first else log.length()
+        return following > start
+
+    def _parent_reads(self, key: str, entry: dict, known: dict | None = None) -> bool:
+        """Whether a checkpoint's parent still reads (as ``get_tuple`` reads it): a
+        checkpoint whose parent store retention removed has none, as ``prune`` leaves a
+        kept one whose parent went. A parent is read only when its branch's history is
+        cut above it (the read as of its version says so: what the branch's view knows);
+        one whose index record went is named as before. ``key``: the checkpoint's index
+        key; ``known``: index records read already, by key."""
         parent_id = entry.get("parent")
         if not parent_id:
-            return False
-        parent = self.index.get(_names.checkpoint_key(thread_id, checkpoint_ns, parent_id))
+            return True
+        parent_key = f"{key.rpartition('/')[0]}/{parent_id}"  # (its thread's, its namespace's)
+        parent = known.get(parent_key, _UNREAD) if known is not None else _UNREAD
+        if parent is _UNREAD:
+            parent = self.index.get(parent_key)
         if parent is None:
-            return False  # (its index record went: named as before)
-        return self._read_point(self.db.at(parent["read"]), parent, parent_id) is None
+            return True
+        view = self.db.at(parent["read"])
+        try:
+            view.kv.get_many([], as_of=parent["version"])
+        except rewinddb.HistoryUnavailableError as error:
+            if not isinstance(error.details.get("kept_from"), int):
+                return True  # (not a retention cut: named as ever)
+            return self._read_point(view, parent, parent_id) is not None
+        except rewinddb.NotFoundError:
+            return True
+        return True
 
     def _kept_write(
         self, branch: str, payload: dict, listing: _Listing | None = None
@@ -806,11 +843,20 @@ class RewindSaver(BaseCheckpointSaver[str]):
             batch = wanted[start : start + _LISTED_TOGETHER]
             with self.db.read():
                 entries = self.index.get_many([key for _, key in batch])
+                listing.entries.update(entries)
                 # Those the limit leaves to load, unless a filter may skip some.
                 needed = [(target[2], entries[key]) for target, key in batch if key in entries]
                 if limit is not None and not filter:
                     needed = needed[: limit - count]
                 listing.read_batch(needed)
+                loading = {id(entry) for _, entry in needed}
+                for _, key in batch:
+                    if key in entries and id(entries[key]) in loading:
+                        entry = entries[key]
+                        listing.checked[key] = (
+                            self._parent_reads(key, entry, listing.entries),
+                            listing.writes_whole(entry),
+                        )
             for (thread_id, checkpoint_ns, checkpoint_id), key in batch:
                 if limit is not None and count >= limit:
                     return

@@ -91,15 +91,43 @@ def told(values: dict[str, Any]) -> dict[str, Any]:
     return {**values, "messages": [m.content for m in values["messages"]]}
 
 
-def surviving_ids(db: rewinddb.Database) -> set[str]:
-    """The checkpoints whose record is still in their branch's history: those whose
-    state retention left readable."""
-    found = set()
-    for branch in db.branches.list():
-        name = getattr(branch, "name", branch)
-        if str(name).startswith("lg/"):
-            found |= {e.value["id"] for e in db.at(name).kv.history("checkpoint", limit=10_000)}
+def _lg_branches(db: rewinddb.Database) -> list[str]:
+    names = (str(getattr(branch, "name", branch)) for branch in db.branches.list())
+    return [name for name in names if name.startswith("lg/")]
+
+
+def logged_after(db: rewinddb.Database) -> dict[str, tuple[str, int | None]]:
+    """checkpoint id -> its branch and the sequence of the first event logged after it
+    there (None: none was), in an unretained database (the saver's index names both)."""
+    index = RewindSaver(db).index
+    found = {}
+    for key in index.keys("cp/"):
+        entry = index.get(key)
+        start = entry["events"]
+        first = db.at(entry["branch"]).events.list(after=start - 1 if start else None, limit=1)
+        found[key.rpartition("/")[2]] = (entry["branch"], start if first else None)
     return found
+
+
+def surviving_ids(db: rewinddb.Database, logged: dict[str, tuple[str, int | None]]) -> set[str]:
+    """The checkpoints whose record is still in their branch's history and whose first
+    event logged after them (``logged``, as the unretained copy holds it) is kept: those
+    retention left readable exactly (a cut that removed an event after a checkpoint may
+    have removed its pending writes: it reads as pruned)."""
+    found = set()
+    for name in _lg_branches(db):
+        found |= {e.value["id"] for e in db.at(name).kv.history("checkpoint", limit=10_000)}
+    return {i for i in found if _kept_event(db, *logged[i])}
+
+
+def _kept_event(db: rewinddb.Database, branch: str, sequence: int | None) -> bool:
+    if sequence is None:
+        return True
+    try:
+        db.at(branch).events.get(sequence)
+    except rewinddb.RewindError:
+        return False
+    return True
 
 
 @pytest.fixture
@@ -131,10 +159,11 @@ def test_history_lists_exactly_the_readable_checkpoints_as_before(
         before_state = graph.get_state(config())
         saver = RewindSaver(db)
         all_before = {t.checkpoint["id"]: t for t in saver.list(None)}
+        logged = logged_after(db)
     with rewinddb.open(path) as db:
         saver = RewindSaver(db)
         graph = trip_graph(saver)
-        readable = surviving_ids(db)
+        readable = surviving_ids(db, logged)
         assert readable < all_before.keys()  # retention removed some, kept some
         after = {
             s.config["configurable"]["checkpoint_id"]: s for s in graph.get_state_history(config())
@@ -162,7 +191,7 @@ def test_history_lists_exactly_the_readable_checkpoints_as_before(
                 assert parent["configurable"]["checkpoint_id"] in readable
             elif tuple_.parent_config is not None:
                 assert tuple_.parent_config["configurable"]["checkpoint_id"] not in readable
-            assert got.parent_config in (None, tuple_.parent_config)
+            assert got.parent_config == parent
         assert shown(graph.get_state(config())) == shown(before_state)
         history = asyncio.run(_ahistory(graph))
         assert [shown(s) for s in history] == [shown(after[i]) for i in sorted(after, reverse=True)]
@@ -219,3 +248,110 @@ def test_saver_prune_after_store_retention(retained: tuple[Path, Path], strategy
         graph = trip_graph(saver)
         graph.invoke(Command(resume="no"), config())
         assert graph.get_state(config()).values["approved"] == "no"
+
+
+def _parents(tuples: Any) -> list[tuple[str, str | None]]:
+    """Each checkpoint's id with its parent's (None: it names none)."""
+    return [
+        (t.checkpoint["id"], t.parent_config and t.parent_config["configurable"]["checkpoint_id"])
+        for t in tuples
+    ]
+
+
+@pytest.mark.parametrize("retained", KEEP, indirect=True)
+def test_a_checkpoint_names_the_same_parent_however_it_is_read(
+    retained: tuple[Path, Path],
+) -> None:
+    """The full list, its pages, a list cut by ``limit`` and ``get_tuple`` agree on each
+    checkpoint's parent, and a parent named reads (a fork's first checkpoint whose fork
+    point retention removed names none)."""
+    path, _ = retained
+    with rewinddb.open(path) as db:
+        saver = RewindSaver(db)
+        full = _parents(saver.list(config()))
+        paged: list[tuple[str, str | None]] = []
+        before = None
+        while page := list(saver.list(config(), before=before, limit=2)):
+            paged += _parents(page)
+            before = page[-1].config
+        assert paged == full
+        for count in range(1, len(full) + 1):
+            assert _parents(saver.list(config(), limit=count))[-1] == full[count - 1]
+        everywhere = list(saver.list(None))
+        for tuple_ in everywhere:
+            got = saver.get_tuple(tuple_.config)
+            assert got is not None
+            assert got.parent_config == tuple_.parent_config
+            if tuple_.parent_config is not None:
+                assert saver.get_tuple(tuple_.parent_config) is not None
+        graph = trip_graph(saver)
+        history = {
+            s.config["configurable"]["checkpoint_id"]: s for s in graph.get_state_history(config())
+        }
+        for count in range(1, len(history) + 1):
+            for snapshot in graph.get_state_history(config(), limit=count):
+                checkpoint_id = snapshot.config["configurable"]["checkpoint_id"]
+                assert snapshot.parent_config == history[checkpoint_id].parent_config
+
+
+class Parallel(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def parallel_graph(checkpointer: Any, calls: list[str]) -> Any:
+    """``a`` and ``b`` from START in one step; ``b`` interrupts: the step's checkpoint
+    holds ``a``'s write and ``b``'s interrupt as two write commits."""
+
+    def a(state: Parallel) -> dict[str, Any]:
+        calls.append("a")
+        return {"log": ["a"]}
+
+    def b(state: Parallel) -> dict[str, Any]:
+        calls.append("b")
+        return {"log": [f"b:{interrupt('ok?')}"]}
+
+    builder = StateGraph(Parallel)
+    builder.add_node("a", a)
+    builder.add_node("b", b)
+    builder.add_edge(START, "a")
+    builder.add_edge(START, "b")
+    return builder.compile(checkpointer=checkpointer)
+
+
+@pytest.mark.parametrize("keep", [1, 2, 3])
+def test_a_checkpoint_that_lost_pending_writes_reads_as_pruned(tmp_path: Path, keep: int) -> None:
+    """A checkpoint read at its branch's cut whose first pending writes the cut removed
+    is not read without them (resuming would run again a node that finished): it reads
+    as pruned; one that kept them all reads as the unretained copy reads it."""
+    path, whole = tmp_path / "agent", tmp_path / "whole"
+    calls: list[str] = []
+    with rewinddb.open(path) as db:
+        parallel_graph(RewindSaver(db), calls).invoke({"log": []}, config())
+    shutil.copytree(path, whole)
+    with rewinddb.open(whole) as db:
+        before = {t.checkpoint["id"]: t for t in RewindSaver(db).list(None)}
+    with rewinddb.open(path) as db:
+        db.retain("lg/*", keep_last=keep)
+        db.gc()
+        saver = RewindSaver(db)
+        listed = list(saver.list(None))
+        for tuple_ in listed:
+            expected = before[tuple_.checkpoint["id"]]
+            assert tuple_.pending_writes == expected.pending_writes
+            got = saver.get_tuple(tuple_.config)
+            assert got is not None and got.pending_writes == expected.pending_writes
+        newest = saver.get_tuple(config())
+        head = max(before)
+        if newest is None or newest.checkpoint["id"] != head:
+            assert head not in {t.checkpoint["id"] for t in listed}
+            assert saver.get_tuple(before[head].config) is None
+            continue_from = None
+        else:
+            continue_from = newest
+        graph = parallel_graph(saver, calls)
+        state = graph.get_state(config())
+        if continue_from is not None:
+            assert state.next == ("b",)
+            calls.clear()
+            assert graph.invoke(Command(resume="yes"), config())["log"] == ["a", "b:yes"]
+            assert calls == ["b"]
