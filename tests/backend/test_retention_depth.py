@@ -319,7 +319,7 @@ def _cut(
 Fresh = Callable[[], "str | Path"]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
 def fresh(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Fresh:
     """A new, empty database target for each hypothesis example."""
     if request.param == "sqlite":
@@ -329,7 +329,7 @@ def fresh(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 
 
 @settings(
-    max_examples=50,
+    max_examples=25,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
