@@ -329,7 +329,7 @@ def fresh(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 
 
 @settings(
-    max_examples=25,
+    max_examples=12,  # (on PostgreSQL each example is several seconds: a schema, many cuts)
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -348,7 +348,7 @@ def test_random_fork_trees_read_the_same_after_every_cut_and_gc(
 
 @pytest.mark.slow
 @settings(
-    max_examples=150,
+    max_examples=30,  # (each a long story: about 3 s; CI's whole run has 20 minutes)
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
