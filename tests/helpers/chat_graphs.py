@@ -1,5 +1,6 @@
-"""The small LangGraph graphs the integration tests run: one node appending to a log, and
-a draft that waits for a human's approval."""
+"""The small LangGraph graphs the integration tests run: one node appending to a log, a
+draft that waits for a human's approval, and a trip planner whose tool calls run as
+parallel ``Send`` tasks, one of which fails."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import operator
 from dataclasses import dataclass
 from typing import Annotated, Any
 
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import interrupt
+from langgraph.graph.message import add_messages
+from langgraph.types import Send, interrupt
 from typing_extensions import TypedDict
 
 from rewinddb.integrations.langgraph import RewindSaver
@@ -58,3 +61,37 @@ def approval_graph(saver: RewindSaver) -> Any:
 def thread(thread_id: str) -> dict:
     """The config that names a thread."""
     return {"configurable": {"thread_id": thread_id}}
+
+
+class Trip(TypedDict):
+    messages: Annotated[list, add_messages]
+    results: Annotated[list, operator.add]
+
+
+def send_trip_graph(saver: RewindSaver, fails: int = 1) -> Any:
+    """planner (two tool calls) -> one ``Send("tool_worker", call)`` per call; the
+    weather call raises its first ``fails`` times, the hotel call always answers."""
+    failing = {"weather": fails}
+
+    def planner(state: Trip) -> dict:
+        calls = [
+            {"name": "search_hotels", "args": {"city": "Rome"}, "id": "call_hotels"},
+            {"name": "weather", "args": {"city": "Rome"}, "id": "call_weather"},
+        ]
+        return {"messages": [AIMessage(content="Planning trip: Rome", tool_calls=calls)]}
+
+    def fan_out(state: Trip) -> list[Send]:
+        return [Send("tool_worker", {"call": c}) for c in state["messages"][-1].tool_calls]
+
+    def tool_worker(arg: dict) -> dict:
+        call = arg["call"]
+        if call["name"] == "weather" and failing["weather"] > 0:
+            failing["weather"] -= 1
+            raise ValueError("weather service timeout")
+        out = {"search_hotels": "Hotel Avenida in Rome", "weather": "sunny in Rome"}[call["name"]]
+        answer = ToolMessage(content=out, tool_call_id=call["id"], name=call["name"])
+        return {"messages": [answer], "results": [out]}
+
+    builder = StateGraph(Trip).add_node("planner", planner).add_node("tool_worker", tool_worker)
+    builder.add_edge(START, "planner").add_conditional_edges("planner", fan_out, ["tool_worker"])
+    return builder.compile(checkpointer=saver)

@@ -5,16 +5,12 @@ made, its writes and its errors are named after the node they ran, not ``send``.
 
 from __future__ import annotations
 
-import operator
-from typing import Annotated, Any
+from typing import Any
 
 import pytest
-from chat_graphs import thread
+from chat_graphs import send_trip_graph, thread
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.graph.message import add_messages
-from langgraph.types import Send
-from typing_extensions import TypedDict
 
 import rewinddb
 from rewinddb import story
@@ -22,40 +18,6 @@ from rewinddb.integrations.langgraph import RewindSaver
 from rewinddb.presenters import presenter_for
 
 ERROR = "ValueError('weather service timeout')"
-
-
-class Trip(TypedDict):
-    messages: Annotated[list, add_messages]
-    results: Annotated[list, operator.add]
-
-
-def _trip_graph(saver: RewindSaver, fails: int) -> Any:
-    """planner (two tool calls) -> one ``Send("tool_worker", call)`` per call; the
-    weather call raises its first ``fails`` times, the hotel call always answers."""
-    failing = {"weather": fails}
-
-    def planner(state: Trip) -> dict:
-        calls = [
-            {"name": "search_hotels", "args": {"city": "Rome"}, "id": "call_hotels"},
-            {"name": "weather", "args": {"city": "Rome"}, "id": "call_weather"},
-        ]
-        return {"messages": [AIMessage(content="Planning trip: Rome", tool_calls=calls)]}
-
-    def fan_out(state: Trip) -> list[Send]:
-        return [Send("tool_worker", {"call": c}) for c in state["messages"][-1].tool_calls]
-
-    def tool_worker(arg: dict) -> dict:
-        call = arg["call"]
-        if call["name"] == "weather" and failing["weather"] > 0:
-            failing["weather"] -= 1
-            raise ValueError("weather service timeout")
-        out = {"search_hotels": "Hotel Avenida in Rome", "weather": "sunny in Rome"}[call["name"]]
-        answer = ToolMessage(content=out, tool_call_id=call["id"], name=call["name"])
-        return {"messages": [answer], "results": [out]}
-
-    builder = StateGraph(Trip).add_node("planner", planner).add_node("tool_worker", tool_worker)
-    builder.add_edge(START, "planner").add_conditional_edges("planner", fan_out, ["tool_worker"])
-    return builder.compile(checkpointer=saver)
 
 
 def _answers(task: Any) -> dict[str, str]:
@@ -68,7 +30,7 @@ def test_one_failed_parallel_tool_fails_only_its_own_call(db: rewinddb.Database)
     """LangGraph reports the weather task failed and the hotel task done (its result in
     the checkpoint's pending writes): the step and the transcript show the hotel call's
     result, and only the weather call failed, in an error named after its node."""
-    graph = _trip_graph(RewindSaver(db), fails=1)
+    graph = send_trip_graph(RewindSaver(db), fails=1)
     with pytest.raises(ValueError, match="weather service timeout"):
         graph.invoke({"messages": [("user", "Rome")]}, thread("failed-one"))
     state = graph.get_state(thread("failed-one"))
@@ -104,7 +66,7 @@ def test_the_step_send_tasks_made_is_named_after_their_node(db: rewinddb.Databas
     """After a retry, the step the two ``Send`` tasks made reads as LangGraph names
     them (``tool_worker``, once, as a node that ran twice), retried; what each wrote is
     "node tool_worker wrote channel ..."; the error kept at its checkpoint is named so."""
-    graph = _trip_graph(RewindSaver(db), fails=1)
+    graph = send_trip_graph(RewindSaver(db), fails=1)
     with pytest.raises(ValueError, match="weather service timeout"):
         graph.invoke({"messages": [("user", "Rome")]}, thread("retried"))
     graph.invoke(None, thread("retried"))

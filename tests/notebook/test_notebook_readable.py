@@ -9,15 +9,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any
 
 import pytest
-from chat_graphs import thread
-from langchain_core.messages import AIMessage, ToolMessage
-from langgraph.graph import START, StateGraph
-from langgraph.graph.message import add_messages
-from langgraph.types import Send
-from typing_extensions import TypedDict
+from chat_graphs import send_trip_graph, thread
 
 import rewinddb
 from rewinddb import story
@@ -32,45 +26,13 @@ BRANCH = f"lg/{THREAD}"
 ENCODED = re.compile(r"msgpack:|[A-Za-z0-9+/]{40,}")
 
 
-class Trip(TypedDict):
-    messages: Annotated[list, add_messages]
-
-
-def _trip_graph(saver: RewindSaver) -> Any:
-    """planner (two tool calls) -> a ``Send("tool_worker", call)`` per call; the weather
-    call fails its first time, so the planner's checkpoint keeps an error."""
-    failing = {"weather": 1}
-
-    def planner(state: Trip) -> dict:
-        calls = [
-            {"name": "search_hotels", "args": {"city": "Rome"}, "id": "call_hotels"},
-            {"name": "weather", "args": {"city": "Rome"}, "id": "call_weather"},
-        ]
-        return {"messages": [AIMessage(content="Planning trip: Rome", tool_calls=calls)]}
-
-    def fan_out(state: Trip) -> list[Send]:
-        return [Send("tool_worker", {"call": c}) for c in state["messages"][-1].tool_calls]
-
-    def tool_worker(arg: dict) -> dict:
-        call = arg["call"]
-        if call["name"] == "weather" and failing["weather"] > 0:
-            failing["weather"] -= 1
-            raise ValueError("weather service timeout")
-        out = {"search_hotels": "Hotel Avenida in Rome", "weather": "sunny in Rome"}[call["name"]]
-        return {"messages": [ToolMessage(content=out, tool_call_id=call["id"], name=call["name"])]}
-
-    builder = StateGraph(Trip).add_node("planner", planner).add_node("tool_worker", tool_worker)
-    builder.add_edge(START, "planner").add_conditional_edges("planner", fan_out, ["tool_worker"])
-    return builder.compile(checkpointer=saver)
-
-
 @pytest.fixture(scope="module")
 def trip(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
     """A thread whose tool call failed once and ran again; LangGraph's own count of the
     messages at each checkpoint (``get_state_history``), by step."""
     path = tmp_path_factory.mktemp("trip") / "agent"
     with RewindSaver.from_path(path) as saver:
-        graph = _trip_graph(saver)
+        graph = send_trip_graph(saver)
         with pytest.raises(ValueError, match="weather service timeout"):
             graph.invoke({"messages": [("user", "Rome")]}, thread(THREAD))
         graph.invoke(None, thread(THREAD))
