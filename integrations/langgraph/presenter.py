@@ -198,6 +198,11 @@ class _Write:
     push: int | None = dataclass_field(default=None, compare=False)
     """Of a ``Send`` task: its packet's index in the checkpoint's task channel (the
     packet names the node; ``_sent_nodes``)."""
+    caller: str | None = dataclass_field(default=None, compare=False)
+    """Of a functional-API ``@task`` call: the entrypoint (node) that called it."""
+    calls: frozenset[str] = dataclass_field(default=frozenset(), compare=False)
+    """Of a ``Send`` task: the tool-call ids its packet's argument carries (a ``{"id":
+    ..., "name": ..., "args": ...}`` tool call in it): the calls its error fails."""
 
 
 class _TextRole:
@@ -308,8 +313,49 @@ def _node(task_path: Any) -> str | None:
     if parts[0] == "__pregel_pull" and len(parts) > 1 and parts[1]:
         return parts[1]
     if parts[0] == "__pregel_push":
-        return "send"
+        return _called(parts) or "send"
     return parts[0] or None
+
+
+def _called(parts: list[str]) -> str | None:
+    """The name of a functional-API ``@task`` call's task from its path's parts
+    (``__pregel_push, ~__pregel_pull, trip, 0000000001, 0000000001``: LangGraph's
+    ``(PUSH, parent path, call index, True)``): ``task 2 of trip``, the entrypoint's
+    second call. LangGraph gives a checkpointer no task function's name (it is only
+    in the task id's hash), so the call is named by its place. None for a ``Send``."""
+    if len(parts) < 5 or not parts[1].startswith("~__pregel_"):
+        return None
+    index = parts[-2]
+    pulls = [i for i, part in enumerate(parts) if part == "~__pregel_pull"]
+    if not index.isdigit() or not pulls or pulls[0] + 1 >= len(parts) - 2:
+        return None
+    return f"task {int(index) + 1} of {parts[pulls[0] + 1]}"
+
+
+def _caller(task_path: Any) -> str | None:
+    """The entrypoint a functional-API ``@task`` call's path names (``_called``)."""
+    if not isinstance(task_path, str):
+        return None
+    parts = [part.strip() for part in task_path.lstrip("~").split(",")]
+    named = _called(parts) if parts[0] == "__pregel_push" else None
+    return None if named is None else named.rsplit(" of ", 1)[1]
+
+
+def _call_ids(value: Any, depth: int = 0) -> set[str]:
+    """The ids of the tool calls (dicts with ``id``, ``name`` and ``args``) in a decoded
+    ``Send`` argument."""
+    found: set[str] = set()
+    if depth > 4:
+        return found
+    if isinstance(value, dict):
+        if isinstance(value.get("id"), str) and "name" in value and "args" in value:
+            found.add(value["id"])
+        for member in value.values():
+            found |= _call_ids(member, depth + 1)
+    elif isinstance(value, list):
+        for member in value[:64]:
+            found |= _call_ids(member, depth + 1)
+    return found
 
 
 def _push_index(task_path: Any) -> int | None:
@@ -347,14 +393,21 @@ def _sent_nodes(
         items = None
     if items is None:
         return writes
-    nodes = {
-        index: node
-        for index in wanted
-        if index < len(items.stored)
-        and (node := _packet_node(items.decoded(items.stored[index], memo)[0])) is not None
-    }
+    nodes: dict[int, tuple[str, frozenset[str]]] = {}
+    for index in wanted:
+        if index >= len(items.stored):
+            continue
+        packet = items.decoded(items.stored[index], memo)[0]
+        node = _packet_node(packet)
+        if node is not None:
+            value = packet.get("value") if isinstance(packet, dict) else None
+            arg = value[1:] if isinstance(value, list) else packet.get("arg")
+            nodes[index] = (node, frozenset(_call_ids(arg)))
     return [
-        replace(write, node=nodes[write.push]) if write.push in nodes else write for write in writes
+        replace(write, node=nodes[write.push][0], calls=nodes[write.push][1])
+        if write.push in nodes
+        else write
+        for write in writes
     ]
 
 
@@ -376,6 +429,7 @@ def _write(event: Event, db: rewinddb.Database) -> _Write | None:
         _Kept(db, event.branch, payload) if _kept.kept(payload) else None,
         event.branch,
         _push_index(payload.get("task_path")),
+        _caller(payload.get("task_path")),
     )
 
 
@@ -1078,7 +1132,7 @@ class LangGraphPresenter(Presenter):
         runs again, no later step answers the tool calls the step asked for: those a
         task that succeeded there answered (its pending writes) have that result, the
         others the error."""
-        errors = [write for write in own if write.channel == ERROR]
+        errors = _raised(own, memo)
         if not errors:
             return added
         again = {write.task for write in _retried(own)}
@@ -1093,8 +1147,11 @@ class LangGraphPresenter(Presenter):
             answered = _answers(
                 self._messages([w for w in own if w.task not in failing], memo, texts)
             )
-            error = _error_text(stuck[0], memo)
-            failed = {call.id: f"failed: {error}" for m in added for call in m.tool_calls}
+            failed = {
+                call.id: f"failed: {_call_error(stuck, call.id, memo)}"
+                for m in added
+                for call in m.tool_calls
+            }
             added = tuple(
                 _with_results(
                     _with_results(m, answered, missing_only=True), failed, missing_only=True
@@ -1471,10 +1528,11 @@ class LangGraphPresenter(Presenter):
                         writes = _sent_nodes(db, holder, version, writes, memo)
             found.extend(self._interrupts(writes, version, memo))
             again = {write.task for write in _retried(writes)}
-            stuck = [w for w in writes if w.channel == ERROR and w.task not in again]
+            stuck = [w for w in _raised(writes, memo) if w.task not in again]
             if stuck and version is not None:
                 answered = self._answered(db, checkpoint_id, stuck, as_of, memo, texts)
-                failures[version] = _Failure(_error_text(stuck[0], memo), answered)
+                errors = {call: _error_text(write, memo) for write in stuck for call in write.calls}
+                failures[version] = _Failure(_error_text(stuck[0], memo), answered, errors)
         return found, failures
 
     def _answered(
@@ -2210,6 +2268,8 @@ class _Failure(NamedTuple):
 
     error: str
     answered: dict[str | None, str]
+    errors: dict[str, str] = {}  # noqa: RUF012 (never changed)
+    """A failed ``Send`` task's error by the id of the tool call its packet carried."""
 
 
 def _answers(messages: Iterable[Message]) -> dict[str | None, str]:
@@ -2225,8 +2285,35 @@ def _failed_calls(found: Message, failures: dict[int, _Failure]) -> Message:
     if failure is None or not found.tool_calls:
         return found
     found = _with_results(found, failure.answered, missing_only=True)
-    failed = {call.id: f"failed: {failure.error}" for call in found.tool_calls}
+    failed = {
+        call.id: f"failed: {failure.errors.get(call.id or '', failure.error)}"
+        for call in found.tool_calls
+    }
     return _with_results(found, failed, missing_only=True)
+
+
+def _call_error(stuck: Sequence[_Write], call_id: str | None, memo: dict[Any, Any]) -> str:
+    """The error of the failed task whose ``Send`` packet carried the tool call
+    ``call_id``; else the first failed task's."""
+    for write in stuck:
+        if call_id is not None and call_id in write.calls:
+            return _error_text(write, memo)
+    return _error_text(stuck[0], memo)
+
+
+def _raised(writes: Sequence[_Write], memo: dict[Any, Any]) -> list[_Write]:
+    """The ``__error__`` writes among ``writes``, less an entrypoint's that only passes
+    on the error of a ``@task`` it called (the same error, written by a task whose path
+    it heads): the failure is told once, by the task that raised it."""
+    errors = [write for write in writes if write.channel == ERROR]
+    called = {(w.caller, _error_text(w, memo)) for w in errors if w.caller is not None}
+    if not called:
+        return errors
+    return [
+        write
+        for write in errors
+        if write.caller is not None or (write.node, _error_text(write, memo)) not in called
+    ]
 
 
 def _retried(writes: Sequence[_Write]) -> list[_Write]:

@@ -95,3 +95,35 @@ def send_trip_graph(saver: RewindSaver, fails: int = 1) -> Any:
     builder = StateGraph(Trip).add_node("planner", planner).add_node("tool_worker", tool_worker)
     builder.add_edge(START, "planner").add_conditional_edges("planner", fan_out, ["tool_worker"])
     return builder.compile(checkpointer=saver)
+
+
+def send_errors_graph(saver: RewindSaver) -> Any:
+    """planner (three tool calls) -> one ``Send("tool_worker", call)`` per call, in one
+    superstep: the hotel call answers, the weather and flight calls each raise their own
+    error (``ValueError('weather service timeout')``, ``RuntimeError('no flights to
+    Rome')``)."""
+    errors = {
+        "weather": ValueError("weather service timeout"),
+        "flights": RuntimeError("no flights to Rome"),
+    }
+
+    def planner(state: Trip) -> dict:
+        calls = [
+            {"name": name, "args": {"city": "Rome"}, "id": f"call_{name}"}
+            for name in ("hotels", "weather", "flights")
+        ]
+        return {"messages": [AIMessage(content="Planning trip: Rome", tool_calls=calls)]}
+
+    def fan_out(state: Trip) -> list[Send]:
+        return [Send("tool_worker", {"call": c}) for c in state["messages"][-1].tool_calls]
+
+    def tool_worker(arg: dict) -> dict:
+        call = arg["call"]
+        if call["name"] in errors:
+            raise errors[call["name"]]
+        answer = ToolMessage(content="Hotel Avenida", tool_call_id=call["id"], name=call["name"])
+        return {"messages": [answer], "results": ["Hotel Avenida"]}
+
+    builder = StateGraph(Trip).add_node("planner", planner).add_node("tool_worker", tool_worker)
+    builder.add_edge(START, "planner").add_conditional_edges("planner", fan_out, ["tool_worker"])
+    return builder.compile(checkpointer=saver)
