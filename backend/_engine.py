@@ -706,6 +706,13 @@ class Engine:
             return None
         return horizon(self.memory, self.conn, branch_id)
 
+    def kept_froms(self) -> dict[int, int]:
+        """Every cut branch's ``kept_from`` by branch id (``horizon`` of each, read at once)."""
+        if self.conn.schema_migrated[1] < 8:
+            return {}
+        rows = self.conn.fetchall("SELECT branch_id, kept_from FROM rewind_horizons")
+        return {branch_id: kept_from for branch_id, kept_from in rows}
+
     def check_kept(self, record: BranchRecord, version: int) -> None:
         """Refuse a read at a version retention removed from ``record``'s history."""
         found = self.horizon(record.id)

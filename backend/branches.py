@@ -47,7 +47,7 @@ _OWN_COMMITS = (
 )
 
 
-def _branch(engine: Engine, row: tuple[Any, ...]) -> Branch:
+def _branch(engine: Engine, row: tuple[Any, ...], kept_from: int | None) -> Branch:
     name, parent, forked_at, created_at, head, commits, last_ts, branch_id, last_own = row
     if type(name) is not str or not name or type(forked_at) is not int:
         raise CorruptDatabaseError(
@@ -69,7 +69,14 @@ def _branch(engine: Engine, row: tuple[Any, ...]) -> Branch:
         head=head if head is not None else forked_at,
         commits=commits,
         last_write=from_micros(last_ts) if last_ts is not None else None,
+        kept_from=kept_from,
     )
+
+
+def _kept_from(engine: Engine, branch_id: int) -> int | None:
+    """Where retention cut the branch's history (its horizon), or None."""
+    found = engine.horizon(branch_id)
+    return None if found is None else found.kept_from
 
 
 @guarded
@@ -165,14 +172,25 @@ class Branches:
                 record.id,
                 last_own,
             )
-            return _branch(engine, row)
+            return _branch(engine, row, _kept_from(engine, record.id))
 
     def list(self) -> builtins.list[Branch]:
         """Every live branch, in the order they were created (``default`` first)."""
         engine = self._engine
         with engine.conn.lock:
             engine.conn.check_open()
-            return [_branch(engine, row) for row in engine.conn.fetchall(_BRANCH_QUERY)]
+            with engine.conn.snapshot():
+                rows = engine.conn.fetchall(_BRANCH_QUERY)
+                cuts = engine.kept_froms()
+            return [_branch(engine, row, cuts.get(row[7])) for row in rows]
+
+    def kept_from(self, name: str) -> int | None:
+        """The oldest version reads of branch ``name`` may ask for, where retention removed
+        its older history (reads before it are ``history_unavailable``); None while its
+        whole history is kept. Cheaper than ``get(name).kept_from``: no figures counted."""
+        engine = self._engine
+        with engine.conn.lock, engine.conn.snapshot():
+            return _kept_from(engine, engine.branch(check_name(name, "branch")).id)
 
     def names(self) -> builtins.list[str]:
         """The live branches' names, in the order they were created (as ``list``, without

@@ -83,6 +83,7 @@ def cmd_branches(args: argparse.Namespace) -> None:
             print(
                 f"{b.name:20} {b.parent or '-':12} {b.forked_at:>9} {b.head:>6} {b.commits:>7}"
                 f"  {b.created_at.isoformat(timespec='seconds')}"
+                + (f"  (history kept from {b.kept_from})" if b.kept_from is not None else "")
             )
 
 

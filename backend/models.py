@@ -33,6 +33,9 @@ class Branch:
     last_write: datetime | None
     events: int = 0
     """How many events its log holds (inherited ones included)."""
+    kept_from: int | None = None
+    """The oldest version reads of it may ask for, where retention (``db.retain``,
+    ``db.gc``) removed its older history; None while its whole history is kept."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -389,12 +389,8 @@ def step_detail(db: Database, branch: str, version: int) -> StepDetail:
 def _kept_from(db: Database, branch: str, version: int) -> int | None:
     """The version ``branch``'s history is kept from, when retention cut it above
     ``version`` (reads as of ``version`` are unavailable); else None."""
-    try:
-        db.at(branch).events.length(as_of=version)
-    except HistoryUnavailableError as error:
-        kept_from = error.details.get("kept_from")
-        return kept_from if isinstance(kept_from, int) and kept_from > version else None
-    return None
+    kept_from = db.branches.kept_from(branch)
+    return kept_from if kept_from is not None and kept_from > version else None
 
 
 def key_story(

@@ -745,9 +745,9 @@ class RewindSaver(BaseCheckpointSaver[str]):
         """Whether a checkpoint's parent still reads (as ``get_tuple`` reads it): a
         checkpoint whose parent store retention removed has none, as ``prune`` leaves a
         kept one whose parent went. A parent is read only when its branch's history is
-        cut above it (the read as of its version says so: what the branch's view knows);
-        one whose index record went is named as before. ``key``: the checkpoint's index
-        key; ``known``: index records read already, by key."""
+        cut above it (``db.branches.kept_from``); one whose index record went is named
+        as before. ``key``: the checkpoint's index key; ``known``: index records read
+        already, by key."""
         parent_id = entry.get("parent")
         if not parent_id:
             return True
@@ -757,16 +757,13 @@ class RewindSaver(BaseCheckpointSaver[str]):
             parent = self.index.get(parent_key)
         if parent is None:
             return True
-        view = self.db.at(parent["read"])
         try:
-            view.kv.get_many([], as_of=parent["version"])
-        except rewinddb.HistoryUnavailableError as error:
-            if not isinstance(error.details.get("kept_from"), int):
-                return True  # (not a retention cut: named as ever)
-            return self._read_point(view, parent, parent_id) is not None
+            kept_from = self.db.branches.kept_from(parent["read"])
         except rewinddb.NotFoundError:
             return True
-        return True
+        if kept_from is None or parent["version"] >= kept_from:
+            return True
+        return self._read_point(self.db.at(parent["read"]), parent, parent_id) is not None
 
     def _kept_write(
         self, branch: str, payload: dict, listing: _Listing | None = None

@@ -144,6 +144,11 @@ def test_the_event_count_at_a_kept_version_survives_gc(db_path: Path) -> None:
     before = _json("show", db_path, "--branch", "lg/a", "--as-of", last - 1)["events"]
     _ok("gc", db_path)
     assert _json("show", db_path, "--branch", "lg/a", "--as-of", last - 1)["events"] == before
+    listed = {b["name"]: b["kept_from"] for b in _json("branches", db_path)}
+    assert listed == {"default": None, "lg/a": last - 4, "keep": None}
+    lines = _ok("branches", db_path).splitlines()
+    assert [line.split()[0] for line in lines if "kept from" in line] == ["lg/a"]
+    assert lines[2].endswith(f"  (history kept from {last - 4})")
 
 
 def test_a_version_before_gc_is_still_a_version_after_it(db_path: Path) -> None:
