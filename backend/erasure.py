@@ -205,14 +205,36 @@ def still_read(engine: Engine, branch_id: int, version: int) -> bool:
     a purge keeps exactly those rows (``purge_deleted``), so its state there is whole."""
     tree = Tree(engine)
     stack, seen = [branch_id], {branch_id}
-    while stack:
+    found = False
+    while stack and not found:
         for child in tree.children.get(stack.pop(), ()):
             if child in seen or tree.forked_at[child] < version:
                 continue  # (below its fork point: it reads less of the branch than that)
             seen.add(child)
             if child not in tree.deleted or tree.name[child] != _purged_name(child):
-                return True
+                found = True
+                break
             stack.append(child)
+    return found and not _erased_there(engine, tree, branch_id, version)
+
+
+def _erased_there(engine: Engine, tree: Tree, branch_id: int, version: int) -> bool:
+    """Whether the state of the branch as of ``version`` reads an erased entry of a purged
+    branch of its lineage: a purge erases the values no remaining branch reads at any
+    version it can read (``_erase_unread``), so the state there is no longer whole."""
+    cap = version
+    for step in [branch_id, *tree.ancestors(branch_id)]:
+        if step in tree.deleted and tree.name.get(step) == _purged_name(step):
+            row = engine.conn.fetchone(
+                "SELECT 1 FROM rewind_entries e WHERE branch_id = ? AND kind = ? "
+                "AND version <= ? AND version = (SELECT max(version) FROM rewind_entries n "
+                "WHERE n.branch_id = e.branch_id AND n.space = e.space AND n.key = e.key "
+                "AND n.version <= ?) LIMIT 1",
+                (step, _commit_hash.KIND_ERASED, cap, cap),
+            )
+            if row is not None:
+                return True
+        cap = min(cap, tree.forked_at[step])
     return False
 
 
@@ -294,8 +316,12 @@ def purge_deleted(engine: Engine, branch_ids: Iterable[int]) -> ErasureReceipt:
             removed[branch_id] += found
         if cut is None:
             conn.execute("DELETE FROM rewind_horizons WHERE branch_id = ?", (branch_id,))
+    # Of the rows kept up to a cut, the values no remaining branch reads at any version
+    # it can still read (a fork that overwrote a key, with its history below the
+    # overwrite cut) are erased: their entries stay (the hash chains hold their digests).
+    erased = _erase_unread(engine, tree, doomed, cuts, sweep)
     # Then the rows of the branches, once no removed row names them (children first).
-    changed = any(removed.values())
+    changed = any(removed.values()) or erased > 0
     for branch_id in sorted(doomed, reverse=True):
         cut = cuts[branch_id]
         links = reach.get(branch_id)
@@ -322,6 +348,109 @@ def purge_deleted(engine: Engine, branch_ids: Iterable[int]) -> ErasureReceipt:
         conn.request_reclaim()
     engine.memory.clear()
     return ErasureReceipt(engine.clock(), list_items=items, **counts)
+
+
+def _readers(engine: Engine, tree: Tree, doomed: set[int]) -> list[tuple[int, int, list[int]]]:
+    """The branches a purge keeps rows for: every branch neither doomed nor purged (a
+    deleted one not yet purged still counts), with the lowest version it can read (its
+    fork point, or its horizon's ``kept_from`` above it: a branch reads nothing as of a
+    version before it existed) and its lineage, itself first."""
+    kept_from = engine.kept_froms()
+    found = []
+    for branch_id in tree.parent:
+        if branch_id in doomed:
+            continue
+        if branch_id in tree.deleted and tree.name.get(branch_id) == _purged_name(branch_id):
+            continue
+        lineage = [branch_id, *tree.ancestors(branch_id)]
+        if any(step in doomed for step in lineage):
+            low = max(tree.forked_at[branch_id] or 0, kept_from.get(branch_id, 0))
+            found.append((branch_id, low, lineage))
+    return found
+
+
+def _erase_unread(
+    engine: Engine, tree: Tree, doomed: set[int], cuts: dict[int, int | None], sweep: Sweep
+) -> int:
+    """Erase the values of the doomed branches' kept entries (at or below their cuts)
+    that no reader (``_readers``) reads at any version it can read; returns how many.
+
+    A reader at version ``v`` reads a step of its lineage as of ``min(v, c)``, ``c`` the
+    lowest fork point on the way there, and a key there only while no nearer step has an
+    entry of it visible: from the version of the oldest such entry on, the nearer one
+    shadows it. So of a doomed branch's entries of a key, a reader that reads from
+    version ``low`` and is shadowed from ``shadow`` on reads the newest one at or below
+    ``min(low, c)`` and every one above that up to ``min(shadow - 1, c)``."""
+    conn = engine.conn
+    kept = {branch_id: cut for branch_id, cut in cuts.items() if cut is not None}
+    if not kept:
+        return 0
+    entries: dict[int, dict[tuple[str, str], list[int]]] = {}
+
+    def rows_of(branch_id: int) -> dict[tuple[str, str], list[int]]:
+        if branch_id not in entries:
+            found: dict[tuple[str, str], list[int]] = defaultdict(list)
+            for space, key, version in conn.fetchall(
+                "SELECT space, key, version FROM rewind_entries WHERE branch_id = ? "
+                "ORDER BY version",
+                (branch_id,),
+            ):
+                found[(space, key)].append(int(version))
+            entries[branch_id] = found
+        return entries[branch_id]
+
+    needed: set[tuple[int, str, str, int]] = set()
+    for _reader, low, lineage in _readers(engine, tree, doomed):
+        caps: list[int | None] = [None]  # (the reader itself: no cap)
+        cap: int | None = None
+        for child in lineage[:-1]:
+            fork = tree.forked_at[child]
+            cap = fork if cap is None else min(cap, fork)
+            caps.append(cap)
+        shadow: dict[tuple[str, str], int] = {}  # key -> from which version it is shadowed
+        for step, step_cap in zip(lineage, caps, strict=True):
+            own = rows_of(step)
+            if step in kept and step_cap is not None:
+                top = min(step_cap, kept[step])
+                first = min(low, step_cap)
+                for (space, key), versions in own.items():
+                    shadowed = shadow.get((space, key))
+                    if shadowed is None:
+                        shadowed = top + 1
+                    elif shadowed <= low:
+                        continue  # shadowed at every version the reader can read
+                    last = min(shadowed - 1, top)
+                    below = [v for v in versions if v <= first]
+                    if below:
+                        needed.add((step, space, key, below[-1]))
+                    for version in versions:
+                        if first < version <= last:
+                            needed.add((step, space, key, version))
+            for (space, key), versions in own.items():
+                visible = [v for v in versions if step_cap is None or v <= step_cap]
+                if visible and visible[0] < shadow.get((space, key), visible[0] + 1):
+                    shadow[(space, key)] = visible[0]
+    marker = _commit_hash.erased_trigger(engine.clock())
+    erased = 0
+    for branch_id, cut in sorted(kept.items()):
+        for space, key, version, kind, body, refs, trigger in conn.fetchall(
+            "SELECT space, key, version, kind, body, refs, trigger FROM rewind_entries "
+            "WHERE branch_id = ? AND version <= ?",
+            (branch_id, cut),
+        ):
+            if kind in (_commit_hash.KIND_ERASED, 2):
+                continue  # erased already, or a deletion (no value)
+            if (branch_id, space, key, int(version)) in needed:
+                continue
+            digest = _commit_hash.stored_entry_digest(space, key, kind, body, refs, trigger)
+            sweep.add(branch_id, space, key, refs)
+            conn.execute(
+                "UPDATE rewind_entries SET kind = ?, body = ?, refs = NULL, trigger = ? "
+                "WHERE branch_id = ? AND space = ? AND key = ? AND version = ?",
+                (_commit_hash.KIND_ERASED, digest, marker, branch_id, space, key, version),
+            )
+            erased += 1
+    return erased
 
 
 def _cuts(tree: Tree, doomed: set[int]) -> dict[int, int | None]:
