@@ -5,13 +5,16 @@ Three operations remove what users stored, each in one write transaction:
 - :func:`purge_branch` (``branches.delete(name, purge=True)``): a branch's rows go, and
   so do those of its deleted descendants: entries, events, commits, list items no
   remaining row reads. What live branches inherited from it (its history up to their
-  fork points) stays, readable as before; the branch's row stays only while something
-  still names it (a live fork's lineage, a merge or a carried event), under a name that
-  is not its own. Its merge commits that the history of a remaining branch holds through
-  a merge stay as links (version, time, merge parent; no trigger, message or rows, the
-  hash chain resealed over what is left): a merge base is found by walking them
-  (``merge.contained_history``), and without them a later merge would find an older
-  base and go ahead on it (:func:`_merge_reach`).
+  fork points) stays, readable as before, except the values no remaining branch reads at
+  any version it can read (from its fork point, or its horizon, on: a fork that
+  overwrote or deleted the key there): those are erased as :func:`erase_keys` erases,
+  the entry keeping its place and digest (``_erase_unread``). The branch's row stays
+  only while something still names it (a live fork's lineage, a merge or a carried
+  event), under a name that is not its own. Its merge commits that the history of a
+  remaining branch holds through a merge stay as links (version, time, merge parent; no
+  trigger, message or rows, the hash chain resealed over what is left): a merge base is
+  found by walking them (``merge.contained_history``), and without them a later merge
+  would find an older base and go ahead on it (:func:`_merge_reach`).
 - :func:`erase_keys`: keys' values, in every branch and version, become erased
   entries: each keeps its place (``kv.history`` shows "erased at version N") and the
   digest of what it was, which its commit's hash covers (``_commit_hash``), so the chain
@@ -255,34 +258,7 @@ def purge_deleted(engine: Engine, branch_ids: Iterable[int]) -> ErasureReceipt:
     open write transaction."""
     conn = engine.conn
     tree = Tree(engine)
-    doomed: set[int] = set()
-    for branch_id in branch_ids:
-        stack = [branch_id]
-        while stack:  # deleted descendants, through deleted branches only
-            step = stack.pop()
-            if step in doomed or step not in tree.deleted:
-                continue
-            doomed.add(step)
-            stack.extend(tree.children.get(step, ()))
-        # Deleted ancestors kept rows only for what this branch read: those may go now.
-        for ancestor in tree.ancestors(branch_id):
-            if ancestor not in tree.deleted:
-                break
-            doomed.add(ancestor)
-    # A purge that removes merge commits naming branches purged before may leave their
-    # links unreached: those are purged again with these (their links, nothing else of
-    # them is left above what live forks read), until no more come.
-    while True:
-        cuts = _cuts(tree, doomed)
-        reach, unnamed = _merge_reach(engine, tree, doomed, cuts)
-        again = {
-            branch_id
-            for branch_id in unnamed - doomed
-            if branch_id in tree.deleted and tree.name.get(branch_id) == _purged_name(branch_id)
-        }
-        if not again:
-            break
-        doomed |= again
+    doomed, cuts, reach = _doomed(engine, tree, branch_ids)
     sweep = Sweep()
     counts = {"branches": 0, "entries": 0, "events": 0, "commits": 0}
     removed: dict[int, int] = {}
@@ -350,6 +326,51 @@ def purge_deleted(engine: Engine, branch_ids: Iterable[int]) -> ErasureReceipt:
     return ErasureReceipt(engine.clock(), list_items=items, **counts)
 
 
+def _doomed(
+    engine: Engine, tree: Tree, branch_ids: Iterable[int]
+) -> tuple[set[int], dict[int, int | None], dict[int, int]]:
+    """What a purge of these deleted branches removes rows of, each one's cut (``_cuts``)
+    and the merge links it keeps (``_merge_reach``)."""
+    doomed: set[int] = set()
+    for branch_id in branch_ids:
+        stack = [branch_id]
+        while stack:  # deleted descendants, through deleted branches only
+            step = stack.pop()
+            if step in doomed or step not in tree.deleted:
+                continue
+            doomed.add(step)
+            stack.extend(tree.children.get(step, ()))
+        # Deleted ancestors kept rows only for what this branch read: those may go now.
+        for ancestor in tree.ancestors(branch_id):
+            if ancestor not in tree.deleted:
+                break
+            doomed.add(ancestor)
+    # A purge that removes merge commits naming branches purged before may leave their
+    # links unreached: those are purged again with these (their links, nothing else of
+    # them is left above what live forks read), until no more come.
+    while True:
+        cuts = _cuts(tree, doomed)
+        reach, unnamed = _merge_reach(engine, tree, doomed, cuts)
+        again = {
+            branch_id
+            for branch_id in unnamed - doomed
+            if branch_id in tree.deleted and tree.name.get(branch_id) == _purged_name(branch_id)
+        }
+        if not again:
+            break
+        doomed |= again
+    return doomed, cuts, reach
+
+
+def unread_values(engine: Engine, branch_ids: Iterable[int]) -> bool:
+    """Whether a purge of these deleted branches (purged before, say) would erase values
+    they keep: ones no remaining branch reads any more (a fork that overwrote them since
+    and had its history below the overwrite cut)."""
+    tree = Tree(engine)
+    doomed, cuts, _ = _doomed(engine, tree, branch_ids)
+    return _erase_unread(engine, tree, doomed, cuts, Sweep(), write=False) > 0
+
+
 def _readers(engine: Engine, tree: Tree, doomed: set[int]) -> list[tuple[int, int, list[int]]]:
     """The branches a purge keeps rows for: every branch neither doomed nor purged (a
     deleted one not yet purged still counts), with the lowest version it can read (its
@@ -370,7 +391,13 @@ def _readers(engine: Engine, tree: Tree, doomed: set[int]) -> list[tuple[int, in
 
 
 def _erase_unread(
-    engine: Engine, tree: Tree, doomed: set[int], cuts: dict[int, int | None], sweep: Sweep
+    engine: Engine,
+    tree: Tree,
+    doomed: set[int],
+    cuts: dict[int, int | None],
+    sweep: Sweep,
+    *,
+    write: bool = True,
 ) -> int:
     """Erase the values of the doomed branches' kept entries (at or below their cuts)
     that no reader (``_readers``) reads at any version it can read; returns how many.
@@ -442,6 +469,9 @@ def _erase_unread(
                 continue  # erased already, or a deletion (no value)
             if (branch_id, space, key, int(version)) in needed:
                 continue
+            erased += 1
+            if not write:
+                return erased  # (one is enough to tell)
             digest = _commit_hash.stored_entry_digest(space, key, kind, body, refs, trigger)
             sweep.add(branch_id, space, key, refs)
             conn.execute(
@@ -449,7 +479,6 @@ def _erase_unread(
                 "WHERE branch_id = ? AND space = ? AND key = ? AND version = ?",
                 (_commit_hash.KIND_ERASED, digest, marker, branch_id, space, key, version),
             )
-            erased += 1
     return erased
 
 
