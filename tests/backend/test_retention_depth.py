@@ -31,10 +31,20 @@ def _read(db: rewinddb.Database, branch: str, version: int) -> Any:
     return snapshot, [(i.event.sequence, i.event.version, i.event.payload) for i in events]
 
 
-def _reads(db: rewinddb.Database) -> dict[str, dict[int, Any]]:
-    """Every live branch's answer at every version it could ever read."""
+def _reads(
+    db: rewinddb.Database, known: dict[str, dict[int, Any]] | None = None
+) -> dict[str, dict[int, Any]]:
+    """Every live branch's answer at every version it could ever read; those in ``known``
+    (what the last cut's check read, when only writes and forks came since: neither
+    changes a read at a version already written) are taken from there."""
+    known = known or {}
     return {
-        branch.name: {v: _read(db, branch.name, v) for v in range(branch.forked_at, db.version + 1)}
+        branch.name: {
+            v: known[branch.name][v]
+            if v in known.get(branch.name, {})
+            else _read(db, branch.name, v)
+            for v in range(branch.forked_at, db.version + 1)
+        }
         for branch in db.branches.list()
     }
 
@@ -45,17 +55,20 @@ def _kept_from(db: rewinddb.Database, branch: str) -> int | None:
     return None if kept is None else kept.kept_from
 
 
-def _assert_reads_kept(db: rewinddb.Database, before: dict[str, dict[int, Any]]) -> None:
+def _assert_reads_kept(
+    db: rewinddb.Database, before: dict[str, dict[int, Any]]
+) -> dict[str, dict[int, Any]]:
     """Each branch still live answers as before at every version it can still read; only
     its own history below its horizon is gone (reads there say so, and its log lists its
-    own events from the horizon on)."""
+    own events from the horizon on). Returns what each live branch reads now."""
     live = {branch.name: branch.forked_at for branch in db.branches.list()}
+    after: dict[str, dict[int, Any]] = {}
     for name, answers in before.items():
         if name not in live:
             continue
         kept_from = _kept_from(db, name)
         for version, answer in answers.items():
-            now = _read(db, name, version)
+            now = after.setdefault(name, {})[version] = _read(db, name, version)
             where = (name, version, kept_from)
             if kept_from is not None and version < kept_from:
                 assert now == GONE, where
@@ -68,6 +81,7 @@ def _assert_reads_kept(db: rewinddb.Database, before: dict[str, dict[int, Any]])
                 assert kept_from is not None, where
                 removed = [e for e in answer[1] if live[name] < e[1] < kept_from]
                 assert now[1] == [e for e in answer[1] if e not in removed], where
+    return after
 
 
 def _newest_read(db: rewinddb.Database) -> dict[int, int]:
@@ -217,6 +231,7 @@ def _run(db: rewinddb.Database, data: st.DataObject, grow: int, steps: int) -> N
     db.kv.put("k0", "default's")
     db.branches.fork("default", "b")  # the top of the tree (default is never pruned)
     names = ["b"]
+    known: dict[str, dict[int, Any]] = {}  # the reads the last cut's check saw
 
     def pick(label: str) -> str:
         # the newest branch half the time: deep trees, forks of forks
@@ -237,10 +252,10 @@ def _run(db: rewinddb.Database, data: st.DataObject, grow: int, steps: int) -> N
             if _fork(db, data, op, name, f"b{step}"):
                 names.append(f"b{step}")
         else:
-            before = _reads(db)
+            before = _reads(db, known)
             runs = _cut(db, data, op, names)
             names = [n for n in names if n in db.branches]
-            _assert_reads_kept(db, before)
+            known = _assert_reads_kept(db, before)
             if runs is not None:
                 assert _unread_rows(db) == []
                 dry, report, deleted = runs
