@@ -130,13 +130,21 @@ def _kept_event(db: rewinddb.Database, branch: str, sequence: int | None) -> boo
     return True
 
 
-@pytest.fixture
-def retained(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Path, Path]:
-    """The thread's database after ``retain('lg/*', keep_last=N)`` and ``gc()``, and an
-    unretained copy of it."""
-    path, whole = tmp_path / "agent", tmp_path / "whole"
+@pytest.fixture(scope="module")
+def thread_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The thread's database, run once for the module (each test copies it)."""
+    path = tmp_path_factory.mktemp("thread") / "agent"
     run_thread(path)
-    shutil.copytree(path, whole)
+    return path
+
+
+@pytest.fixture
+def retained(tmp_path: Path, thread_run: Path, request: pytest.FixtureRequest) -> tuple[Path, Path]:
+    """A copy of the thread's database after ``retain('lg/*', keep_last=N)`` and
+    ``gc()``, and an unretained copy of it."""
+    path, whole = tmp_path / "agent", tmp_path / "whole"
+    shutil.copytree(thread_run, path)
+    shutil.copytree(thread_run, whole)
     with rewinddb.open(path) as db:
         db.retain("lg/*", keep_last=request.param)
         db.gc()
