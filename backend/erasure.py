@@ -191,7 +191,7 @@ def _count(conn: Any, seq: int, start: int) -> int:
     return int(row[0])
 
 
-def _purged_name(branch_id: int) -> str:
+def purged_name(branch_id: int) -> str:
     """What a purged branch's row is called while something still names it."""
     return f"~purged/{branch_id}"
 
@@ -199,7 +199,7 @@ def _purged_name(branch_id: int) -> str:
 def purged(record: Any) -> bool:
     """Whether a deleted branch's rows were purged (``purge``, ``db.gc()``): all but those
     a live branch reads are gone; its row stays, renamed, while something names it."""
-    return record.deleted_at is not None and record.name == _purged_name(record.id)
+    return record.deleted_at is not None and record.name == purged_name(record.id)
 
 
 def still_read(engine: Engine, branch_id: int, version: int) -> bool:
@@ -214,7 +214,7 @@ def still_read(engine: Engine, branch_id: int, version: int) -> bool:
             if child in seen or tree.forked_at[child] < version:
                 continue  # (below its fork point: it reads less of the branch than that)
             seen.add(child)
-            if child not in tree.deleted or tree.name[child] != _purged_name(child):
+            if child not in tree.deleted or tree.name[child] != purged_name(child):
                 found = True
                 break
             stack.append(child)
@@ -227,7 +227,7 @@ def _erased_there(engine: Engine, tree: Tree, branch_id: int, version: int) -> b
     version it can read (``_erase_unread``), so the state there is no longer whole."""
     cap = version
     for step in [branch_id, *tree.ancestors(branch_id)]:
-        if step in tree.deleted and tree.name.get(step) == _purged_name(step):
+        if step in tree.deleted and tree.name.get(step) == purged_name(step):
             row = engine.conn.fetchone(
                 "SELECT 1 FROM rewind_entries e WHERE branch_id = ? AND kind = ? "
                 "AND version <= ? AND version = (SELECT max(version) FROM rewind_entries n "
@@ -309,13 +309,13 @@ def purge_deleted(engine: Engine, branch_ids: Iterable[int]) -> ErasureReceipt:
         was = tree.name.get(branch_id)
         if row_goes:
             conn.execute("DELETE FROM rewind_branches WHERE id = ?", (branch_id,))
-        elif was != _purged_name(branch_id):
+        elif was != purged_name(branch_id):
             conn.execute(
                 "UPDATE rewind_branches SET name = ? WHERE id = ?",
-                (_purged_name(branch_id), branch_id),
+                (purged_name(branch_id), branch_id),
             )
         # A branch purged before counts again only when more of it went now.
-        if removed[branch_id] or row_goes or was != _purged_name(branch_id):
+        if removed[branch_id] or row_goes or was != purged_name(branch_id):
             counts["branches"] += 1
             changed = True
     items = sweep.run(engine, tree)
@@ -354,7 +354,7 @@ def _doomed(
         again = {
             branch_id
             for branch_id in unnamed - doomed
-            if branch_id in tree.deleted and tree.name.get(branch_id) == _purged_name(branch_id)
+            if branch_id in tree.deleted and tree.name.get(branch_id) == purged_name(branch_id)
         }
         if not again:
             break
@@ -362,11 +362,11 @@ def _doomed(
     return doomed, cuts, reach
 
 
-def unread_values(engine: Engine, branch_ids: Iterable[int]) -> bool:
+def unread_values(engine: Engine, branch_ids: Iterable[int], tree: Tree | None = None) -> bool:
     """Whether a purge of these deleted branches (purged before, say) would erase values
     they keep: ones no remaining branch reads any more (a fork that overwrote them since
-    and had its history below the overwrite cut)."""
-    tree = Tree(engine)
+    and had its history below the overwrite cut). ``tree``: the branches, if read."""
+    tree = tree if tree is not None else Tree(engine)
     doomed, cuts, _ = _doomed(engine, tree, branch_ids)
     return _erase_unread(engine, tree, doomed, cuts, Sweep(), write=False) > 0
 
@@ -381,7 +381,7 @@ def _readers(engine: Engine, tree: Tree, doomed: set[int]) -> list[tuple[int, in
     for branch_id in tree.parent:
         if branch_id in doomed:
             continue
-        if branch_id in tree.deleted and tree.name.get(branch_id) == _purged_name(branch_id):
+        if branch_id in tree.deleted and tree.name.get(branch_id) == purged_name(branch_id):
             continue
         lineage = [branch_id, *tree.ancestors(branch_id)]
         if any(step in doomed for step in lineage):

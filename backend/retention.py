@@ -35,7 +35,7 @@ import orjson
 from ._connection import PAUSE
 from ._engine import DEFAULT_BRANCH, BranchRecord, Engine, check_name, now_micros
 from ._horizons import BASE_ROWS, bump_generation, rows_hash
-from .erasure import Sweep, Tree, _purged_name, purge_deleted
+from .erasure import Sweep, Tree, purge_deleted, purged_name, unread_values
 from .errors import InvalidInputError, ReadOnlyError, RewindError
 from .models import ErasureReceipt, counted, to_micros
 
@@ -623,16 +623,22 @@ def _purge_groups(engine: Engine) -> list[list[int]]:
     may hold nothing (a purged parent that never wrote): its deleted descendants count."""
     tree = Tree(engine)
     reads = _live_reads(tree)
-    groups: list[list[int]] = []
-    grouped: set[int] = set()
-    for branch_id in sorted(tree.deleted, reverse=True):
-        if branch_id in grouped:
-            continue
-        if tree.name[branch_id] == _purged_name(branch_id):
+    done: set[int] = set()  # purged, and what it keeps a live branch reads
+    for branch_id in tree.deleted:
+        if tree.name[branch_id] == purged_name(branch_id):
             newest = engine.conn.fetchone(_NEWEST_ROW, (branch_id,) * 2)[0]
             read = reads.get(branch_id)
             if newest is None or (read is not None and int(newest) <= read):
-                continue  # purged, and what it keeps a live branch reads
+                done.add(branch_id)
+    # Unless a fork hid some of it since (it overwrote a key, then was cut below that):
+    # asked of them all at once, and of each only when some are (a second gc is cheap).
+    if done and unread_values(engine, done, tree):
+        done = {branch_id for branch_id in done if not unread_values(engine, [branch_id], tree)}
+    groups: list[list[int]] = []
+    grouped: set[int] = set()
+    for branch_id in sorted(tree.deleted, reverse=True):
+        if branch_id in grouped or branch_id in done:
+            continue
         root, seen = branch_id, {branch_id}
         while tree.parent.get(root) in tree.deleted and tree.parent[root] not in seen:
             root = tree.parent[root]

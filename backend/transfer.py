@@ -82,7 +82,7 @@ from ._horizons import BASE_ROWS, rows_hash
 from ._schema import SCHEMA_VERSION
 from ._values import dumps, height, validate
 from .documents import Documents
-from .erasure import _purged_name
+from .erasure import purged_name
 from .errors import BranchExistsError, ImportFormatError, InvalidValueError, RewindError
 from .events import erased_at, erased_payload, event_hash
 from .kv import KV
@@ -527,7 +527,7 @@ def _placeholder_name(branch_id: int) -> str:
     ``(not exported: branch N)`` and ``(not exported: merged at version V)``: an import
     renames those, ``_OLDER_PLACEHOLDER``.) The name holds the branch's id, so it changes
     where an import gives the branch another id."""
-    return _purged_name(branch_id)
+    return purged_name(branch_id)
 
 
 def _exported_arrays(

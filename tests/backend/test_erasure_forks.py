@@ -9,7 +9,6 @@ import random
 from pathlib import Path
 from typing import Any
 
-import pytest
 from leaks import hits_in_export, hits_in_files
 
 import rewinddb
@@ -115,11 +114,6 @@ def test_what_a_live_fork_still_reads_stays(tmp_path: Path) -> None:
     assert _gone(db, path, SECRET) != []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="retention._purge_groups skips a purged branch whose rows are all at or below "
-    "what live forks read, without asking erasure.unread_values (not this file's to change)",
-)
 def test_a_value_a_fork_overwrites_after_the_purge_goes_at_the_next_gc(tmp_path: Path) -> None:
     path = tmp_path / "db.sqlite"
     db = rewinddb.open(path)
