@@ -5,6 +5,7 @@ parallel ``Send`` tasks, one of which fails."""
 from __future__ import annotations
 
 import operator
+import threading
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -101,7 +102,10 @@ def send_errors_graph(saver: RewindSaver) -> Any:
     """planner (three tool calls) -> one ``Send("tool_worker", call)`` per call, in one
     superstep: the hotel call answers, the weather and flight calls each raise their own
     error (``ValueError('weather service timeout')``, ``RuntimeError('no flights to
-    Rome')``)."""
+    Rome')``). The three workers wait for each other before answering: LangGraph
+    cancels the tasks not yet started when one fails, which would record a
+    ``CancelledError`` for a call instead of its own error."""
+    started = threading.Barrier(3, timeout=30)
     errors = {
         "weather": ValueError("weather service timeout"),
         "flights": RuntimeError("no flights to Rome"),
@@ -119,6 +123,7 @@ def send_errors_graph(saver: RewindSaver) -> Any:
 
     def tool_worker(arg: dict) -> dict:
         call = arg["call"]
+        started.wait()
         if call["name"] in errors:
             raise errors[call["name"]]
         answer = ToolMessage(content="Hotel Avenida", tool_call_id=call["id"], name=call["name"])
