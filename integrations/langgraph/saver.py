@@ -741,13 +741,20 @@ class RewindSaver(BaseCheckpointSaver[str]):
         following: int = first[0].event.sequence if first else log.length()
         return following > start
 
-    def _parent_reads(self, key: str, entry: dict, known: dict | None = None) -> bool:
+    def _parent_reads(
+        self,
+        key: str,
+        entry: dict,
+        known: dict | None = None,
+        cuts: dict[str, int | None] | None = None,
+    ) -> bool:
         """Whether a checkpoint's parent still reads (as ``get_tuple`` reads it): a
         checkpoint whose parent store retention removed has none, as ``prune`` leaves a
         kept one whose parent went. A parent is read only when its branch's history is
         cut above it (``db.branches.kept_from``); one whose index record went is named
         as before. ``key``: the checkpoint's index key; ``known``: index records read
-        already, by key."""
+        already, by key; ``cuts``: the ``kept_from`` of branches asked already in the
+        caller's read transaction (filled in as asked)."""
         parent_id = entry.get("parent")
         if not parent_id:
             return True
@@ -757,10 +764,16 @@ class RewindSaver(BaseCheckpointSaver[str]):
             parent = self.index.get(parent_key)
         if parent is None:
             return True
-        try:
-            kept_from = self.db.branches.kept_from(parent["read"])
-        except rewinddb.NotFoundError:
-            return True
+        branch = parent["read"]
+        if cuts is not None and branch in cuts:
+            kept_from = cuts[branch]
+        else:
+            try:
+                kept_from = self.db.branches.kept_from(branch)
+            except rewinddb.NotFoundError:
+                return True
+            if cuts is not None:
+                cuts[branch] = kept_from
         if kept_from is None or parent["version"] >= kept_from:
             return True
         return self._read_point(self.db.at(parent["read"]), parent, parent_id) is not None
@@ -847,11 +860,12 @@ class RewindSaver(BaseCheckpointSaver[str]):
                     needed = needed[: limit - count]
                 listing.read_batch(needed)
                 loading = {id(entry) for _, entry in needed}
+                cuts: dict[str, int | None] = {}  # (read in this transaction only)
                 for _, key in batch:
                     if key in entries and id(entries[key]) in loading:
                         entry = entries[key]
                         listing.checked[key] = (
-                            self._parent_reads(key, entry, listing.entries),
+                            self._parent_reads(key, entry, listing.entries, cuts),
                             listing.writes_whole(entry),
                         )
             for (thread_id, checkpoint_ns, checkpoint_id), key in batch:
