@@ -2,13 +2,17 @@
 
 A tiny chat graph with a stub policy runs three turns on one thread, then is rewound twice
 from past checkpoints. Each rewind starts a new branch forked at the checkpoint it resumed
-from; the script prints the thread's branch tree and each fork's state diff from its parent.
+from; the script prints the thread's attempts and how each fork's messages differ from the
+thread's, as the explorer tells them (``rewinddb.story``), then the thread's branch tree and
+each fork's diff from its parent as the store holds it (``db.diff``: keys, JSON paths and
+LangGraph's bookkeeping).
 
     .venv/bin/python examples/langgraph_time_travel.py [DIRECTORY]
 """
 
 from __future__ import annotations
 
+import json
 import operator
 import sys
 import tempfile
@@ -18,6 +22,7 @@ from typing import Annotated
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
+from rewinddb import story
 from rewinddb.integrations.langgraph import RewindSaver
 
 
@@ -47,15 +52,42 @@ def main(directory: Path) -> None:
 
         db = saver.db
         print(f"database: {directory}")
-        print("branch tree of thread 'demo':")
+        print("attempts of thread 'demo' (as `rewinddb story` and the explorer tell them):")
+        attempts = [a for a in story.attempts(db) if a.branch.name.startswith("lg/demo")]
+        for attempt in attempts:
+            summary = attempt.summary
+            origin = summary.fork.label if summary.fork else "the thread as first run"
+            current = ", current" if summary.current == attempt.branch.name else ""
+            print(
+                f"  {summary.title:<16} {origin:<26} {summary.status}{current}: {summary.outcome}"
+            )
+        for attempt in attempts:
+            fork = attempt.summary.fork
+            if fork is not None:
+                print(f"\n{attempt.summary.title} ({fork.label}), compared with demo as it ended:")
+                compared = story.compare_stories(
+                    db, (fork.parent, None), (attempt.branch.name, None)
+                )
+                for row in compared.rows:
+                    if not row.hidden:  # LangGraph's bookkeeping (versions, ids, times) is hidden
+                        old, new = json.dumps(row.old), json.dumps(row.new)
+                        if row.kind == "added":
+                            print(f"  + {row.path}: {new}")
+                        elif row.kind == "removed":
+                            print(f"  - {row.path}: {old}")
+                        else:
+                            print(f"  ~ {row.path}: {old} -> {new}")
+
+        print("\nbranch tree of thread 'demo' (the store's view):")
         for branch in db.branches.list():
             if branch.name.startswith("lg/demo"):
                 origin = f"forked from {branch.parent}@{branch.forked_at}"
                 print(f"  {branch.name:<20} {origin:<28} head {branch.head}")
         for branch in db.branches.list():
             if branch.name.startswith("lg/demo~"):
-                print(f"\nstate diff of {branch.name} from its parent:")
-                # readable=True: values as people read them, not as the serde encoded them
+                print(f"\nstore diff of {branch.name} from {branch.parent}, both at their newest:")
+                # readable=True: serde encodings (msgpack) decoded; these values are plain
+                # text, stored as themselves, so here it shows the same lines as without
                 print(db.diff(branch.parent, branch.name, readable=True))
         print("\nnewest state:", graph.get_state(thread).values["messages"])
 
