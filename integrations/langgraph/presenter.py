@@ -724,14 +724,19 @@ class LangGraphPresenter(Presenter):
         A copy of a copy whose thread was deleted (its branch purged: the copy's parent
         is no branch of the saver's) is told from the branch that wrote the checkpoint
         it forked at, when that one is left ("copy of t at step 7", as a copy of a
-        deleted t is)."""
+        deleted t is).
+
+        A subgraph's branch is a root branch of its own; one that ran in a time-travel
+        fork of its thread (``_ran_in``) comes from that attempt: "ran in t~1f2e3d4c at
+        step 7 (edit of step 5 of t)", its version the attempt's fork point and its step
+        the attempt's checkpoint the subgraph ran from (its root checkpoint)."""
         if branch.parent is None:
-            return None
+            return self._subgraph_fork(db, branch)
         parent_branch, forked_at = branch.parent, branch.forked_at
         if not parent_branch.startswith(_names.PREFIX):
             found = self._copied_from(db, branch)
             if found is None:
-                return None
+                return self._subgraph_fork(db, branch)
             parent_branch, forked_at = found
         at = db.at(parent_branch).kv.history(_names.CHECKPOINT_KEY, as_of=forked_at, limit=1)
         point = _record(at[-1]) if at else None
@@ -810,13 +815,58 @@ class LangGraphPresenter(Presenter):
         """The attempt of its thread (a time-travel fork: ``t~1f2e3d4c``) a subgraph's
         branch ran in: the branch the saver's index puts its root checkpoint on (its
         checkpoints' ``parents`` metadata names it); None for the thread's main line."""
+        found = self._root_of(db, branch, thread_id)
+        return found[0] if found is not None else None
+
+    def _root_of(
+        self, db: rewinddb.Database, branch: str, thread_id: str
+    ) -> tuple[str, int | None] | None:
+        """(the attempt a subgraph's branch ran in, as ``_ran_in`` finds it, and the
+        version of its root checkpoint there when the index keeps it), or None."""
         head = self._newest(db.at(branch))
         metadata = head.stored.get("metadata") if head is not None else None
         parents = metadata.get("parents") if isinstance(metadata, dict) else None
         root = parents.get("") if isinstance(parents, dict) else None
-        holder = self._holder(db, thread_id, "", root) if isinstance(root, str) else None
-        parsed = _names.parse_branch(holder) if holder is not None else None
-        return holder if parsed is not None and parsed[2] is not None else None
+        if not isinstance(root, str) or not db.branches.exists(_names.INDEX_BRANCH):
+            return None
+        key = _names.checkpoint_key(thread_id, "", root)
+        entry = db.at(_names.INDEX_BRANCH).kv.get(key)
+        holder = entry.get("branch") if isinstance(entry, dict) else None
+        if not isinstance(holder, str) or not db.branches.exists(holder):
+            return None
+        parsed = _names.parse_branch(holder)
+        if parsed is None or parsed[2] is None:
+            return None
+        version = entry.get("version") if isinstance(entry, dict) else None
+        return holder, version if type(version) is int and version >= 0 else None
+
+    def _subgraph_fork(self, db: rewinddb.Database, branch: rewinddb.Branch) -> Fork | None:
+        """The fork of a subgraph's branch that ran in a time-travel fork of its thread
+        (see ``fork``); None for one that ran on the thread's main line, or any other
+        branch."""
+        parsed = _names.parse_branch(branch.name)
+        if parsed is None or not parsed[1] or parsed[2] is not None:
+            return None
+        found = self._root_of(db, branch.name, parsed[0])
+        if found is None:
+            return None
+        holder, root = found
+        attempt = db.branches.get(holder)
+        label = f"ran in {self._title(holder, db)}"
+        step = None
+        if root is not None:
+            try:
+                at = db.at(holder).kv.history(_names.CHECKPOINT_KEY, as_of=root, limit=1)
+            except rewinddb.HistoryUnavailableError:  # (retention cut it: no step to open)
+                at = []
+            point = _record(at[-1]) if at else None
+            if point is not None and point.version == root:
+                step = root
+                label += f" at step {point.number}"
+        how = self.fork(db, attempt)
+        if how is not None:
+            label += f" ({how.label})"
+        return Fork(holder, attempt.forked_at, "fork", label, step=step)
 
     def _title(
         self, name: str, db: rewinddb.Database | None = None, attempt: str | None = None
@@ -1084,6 +1134,8 @@ class LangGraphPresenter(Presenter):
         else:
             made = [w for w in ran if w.node is not None]
             nodes = tuple(dict.fromkeys(str(w.node) for w in made))
+            if not nodes and parent is None and record.source == "loop":
+                nodes = _recorded_nodes(record)  # (its parent's writes are not kept)
             retried = {w.node for w in _retried(ran)}
             label = ", ".join(
                 ("start" if n == START else n) + (" (retried)" if n in retried else "")
@@ -2224,6 +2276,48 @@ def _checkpoint(record: _Record) -> dict[str, Any]:
 def _channel_versions(record: _Record) -> dict[str, Any]:
     versions = _checkpoint(record).get("channel_versions")
     return versions if isinstance(versions, dict) else {}
+
+
+def _recorded_nodes(record: _Record) -> tuple[str, ...]:
+    """The nodes that ran to make a ``loop`` checkpoint, as its record alone tells them
+    (for one whose parent retention removed, with the parent's pending writes): the
+    ``writes`` metadata older LangGraph versions kept, else the nodes whose versions
+    seen are the step before's. LangGraph gives every channel a step writes the next
+    version after the checkpoint's newest, so the nodes that ran saw the newest but
+    one. A step made by ``Send`` tasks alone (which see no versions), or by a deferred
+    node that waited, names none: it stays ``loop``."""
+    metadata = record.stored.get("metadata")
+    writes = metadata.get("writes") if isinstance(metadata, dict) else None
+    if isinstance(writes, dict) and writes:
+        return tuple(node for node in writes if isinstance(node, str) and node)
+    checkpoint = _checkpoint(record)
+    newest = _version_number(checkpoint.get("channel_versions"))
+    seen = checkpoint.get("versions_seen")
+    if newest is None or newest < 1 or not isinstance(seen, dict):
+        return ()
+    return tuple(
+        node
+        for node, versions in seen.items()
+        if isinstance(node, str)
+        and (node == START or not node.startswith("__"))
+        and _version_number(versions) == newest - 1
+    )
+
+
+def _version_number(versions: Any) -> int | None:
+    """The newest of channel versions (``{channel: version}``) as a number (a version is
+    a number, or digits with a ``.<random>`` suffix); None when there is none."""
+    if not isinstance(versions, dict):
+        return None
+    numbers = []
+    for version in versions.values():
+        if type(version) is int:
+            numbers.append(version)
+        elif isinstance(version, str) and (digits := version.partition(".")[0]).isdigit():
+            numbers.append(int(digits))
+        elif type(version) is float and version.is_integer():
+            numbers.append(int(version))
+    return max(numbers) if numbers else None
 
 
 def _unseen(channel: str, node: str, versions: Any, seen: Any) -> bool:
