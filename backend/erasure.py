@@ -296,6 +296,7 @@ def purge_deleted(engine: Engine, branch_ids: Iterable[int]) -> ErasureReceipt:
     # it can still read (a fork that overwrote a key, with its history below the
     # overwrite cut) are erased: their entries stay (the hash chains hold their digests).
     erased = _erase_unread(engine, tree, doomed, cuts, sweep)
+    counts["entries"] += erased  # (as erase_keys counts them: their values are gone)
     # Then the rows of the branches, once no removed row names them (children first).
     changed = any(removed.values()) or erased > 0
     for branch_id in sorted(doomed, reverse=True):

@@ -166,7 +166,8 @@ def change_counts(changes: Iterable[Change]) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class ErasureReceipt:
-    """What an erasure removed (counts of rows; ``version`` is the clock when it ran)."""
+    """What an erasure removed (counts of rows, ``entries`` also those whose value was
+    erased in place; ``version`` is the clock when it ran)."""
 
     version: int
     branches: int = 0

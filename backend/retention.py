@@ -32,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from ._commit_hash import KIND_ERASED
 from ._connection import PAUSE
 from ._engine import DEFAULT_BRANCH, BranchRecord, Engine, check_name, now_micros
 from ._horizons import BASE_ROWS, bump_generation, rows_hash
@@ -678,12 +679,14 @@ def _deleted_below(tree: Tree, root: int) -> list[int]:
 
 
 def _rows_bytes(engine: Engine, branch_ids: list[int]) -> int:
-    """The bytes of these branches' values and payloads."""
+    """The bytes of these branches' values and payloads (an erased entry's digest is
+    not a value: a value erased in place counts as removed)."""
     total = 0
     for branch_id in branch_ids:
         size = engine.conn.fetchone(
             "SELECT (SELECT coalesce(sum(coalesce(length(body), 0) "
-            "+ coalesce(length(refs), 0)), 0) FROM rewind_entries WHERE branch_id = ?) "
+            "+ coalesce(length(refs), 0)), 0) FROM rewind_entries WHERE branch_id = ? "
+            f"AND kind != {KIND_ERASED}) "
             "+ (SELECT coalesce(sum(length(payload)), 0) FROM rewind_events WHERE branch_id = ?)",
             (branch_id, branch_id),
         )[0]

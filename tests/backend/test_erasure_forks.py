@@ -9,6 +9,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import orjson
 from leaks import hits_in_export, hits_in_files
 
 import rewinddb
@@ -213,3 +214,33 @@ def _strings(state: Any) -> list[str]:
     if isinstance(state, list | tuple):
         return [s for v in state for s in _strings(v)]
     return []
+
+
+def test_the_receipts_count_the_values_erased_in_place(tmp_path: Path) -> None:
+    """A value a purge erases in place (its entry stays for the hash chain) is counted
+    as an entry gone, and its bytes as freed, by gc's report (dry run alike) and by a
+    purging delete's receipt: the digest that stays is no value."""
+    value = {"token": SECRET}
+    for purge_now in (False, True):
+        db = rewinddb.open(tmp_path / f"receipt-{purge_now}.sqlite")
+        db.branches.fork("default", "p")
+        db.at("p").kv.put("k", value)
+        db.at("p").kv.put("other", "inherited")  # f reads it: it stays whole
+        db.branches.fork("p", "f")
+        db.at("f").kv.put("k", "rotated")
+        db.at("f").kv.put("more", 1)
+        db.prune("f", keep_last=1)
+        if purge_now:
+            receipt = db.branches.delete("p", purge=True)
+            assert receipt is not None
+            assert (receipt.entries, receipt.branches, receipt.commits) == (1, 1, 0)
+            assert "1 entry" in str(receipt)
+        else:
+            db.branches.delete("p")
+            would = db.gc(dry_run=True)
+            report = db.gc()
+            for told in (would, report):
+                assert (told.entries, told.branches, told.versions) == (1, 1, 0)
+                assert told.bytes == len(orjson.dumps(value))
+            assert db.gc().entries == 0
+        assert _gone(db, tmp_path / f"receipt-{purge_now}.sqlite", SECRET) == []
