@@ -122,7 +122,7 @@ def cmd_story(args: argparse.Namespace) -> None:
             if args.json:
                 _dump(to_dict(told))
                 return
-            lines = story_text.story_lines(told)
+            lines = story_text.story_lines(told, story_text.current_title(db, told))
         for line in lines:
             print(line)
 

@@ -59,15 +59,26 @@ def attempts_lines(attempts: list[story.Attempt]) -> Iterator[str]:
             yield f"  outcome  {_short(summary.outcome)}"
 
 
-def story_lines(told: story.BranchStory) -> Iterator[str]:
+def current_title(db: Database, told: story.BranchStory) -> str | None:
+    """The title of the attempt ``told``'s thread continues on (None: this one), as the
+    list of attempts names it."""
+    current = told.summary.current
+    if current is None or current == told.branch.name:
+        return None
+    branch = db.branches.get(current)
+    return story.presenter_of(db, current).summary(db, branch).title
+
+
+def story_lines(told: story.BranchStory, continues_on: str | None = None) -> Iterator[str]:
     """One attempt: its summary, then its conversation (if it has one) and its steps,
-    the newest page of each, oldest first."""
+    the newest page of each, oldest first (``continues_on``: the title of the attempt
+    its thread continues on, ``current_title``'s; else that attempt's branch name)."""
     summary, fork = told.summary, told.summary.fork
     current = ", current" if summary.current == told.branch.name else ""
     yield f"{summary.kind} {summary.title} - {story.status_text(summary)}{current}"
     yield f"  branch   {told.branch.name}"
     if summary.current is not None and summary.current != told.branch.name:
-        yield f"  now on   {summary.current} (its thread continues there)"
+        yield f"  now on   {continues_on or summary.current} (its thread continues there)"
     if fork is not None:
         yield f"  from     {fork.label}"
     if summary.outcome:

@@ -70,6 +70,10 @@ def test_story_tells_a_thread_by_its_thread_id(
     assert main(["story", str(path), "weather/ü"]) == 0
     told = capsys.readouterr().out.splitlines()
     assert told[0] == "thread weather/ü - finished"
+    # The thread goes on in the fork: both name it by its title, not its branch.
+    title = fork.split()[0]
+    assert f"  now on   {title}" in listed
+    assert f"  now on   {title} (its thread continues there)" in told
     conversation = told[told.index("conversation (4 messages)") + 1 :]
     assert conversation[:4] == [
         "  human  Lisbon",
