@@ -22,7 +22,9 @@ from typing import IO, Any
 
 import orjson
 
+from ._engine import DEFAULT_BRANCH
 from ._values import jsonable
+from .database import Database
 from .database import open as open_database
 from .errors import InvalidInputError, RewindError
 from .presenters import readable, to_dict
@@ -87,14 +89,27 @@ def cmd_branches(args: argparse.Namespace) -> None:
             )
 
 
+def _branch_named(db: Database, name: str) -> str:
+    """The branch a command's argument names: a branch, or an attempt by its title
+    (a LangGraph thread by its thread id), as ``rewinddb story`` takes them."""
+    from . import story_text
+
+    return story_text.attempt_branch(db, name)
+
+
 def cmd_log(args: argparse.Namespace) -> None:
     with open_database(args.path, readonly=True) as db:
-        items = db.at(args.branch).events.list(
-            as_of=args.as_of, event_type=args.type, limit=args.limit
-        )
+        branch = _branch_named(db, args.branch or DEFAULT_BRANCH)
+        items = db.at(branch).events.list(as_of=args.as_of, event_type=args.type, limit=args.limit)
         if args.json:
             _dump([item.event.to_dict() for item in items])
             return
+        if not items and args.branch is None and len(db.branches.names()) > 1:
+            print(
+                f"branch {DEFAULT_BRANCH!r} has no events; name another with --branch "
+                "(`rewinddb story PATH` lists the attempts, `rewinddb branches PATH` the branches)",
+                file=sys.stderr,
+            )
         for item in items:
             event = item.event
             print(
@@ -129,14 +144,15 @@ def cmd_story(args: argparse.Namespace) -> None:
 
 def cmd_show(args: argparse.Namespace) -> None:
     with open_database(args.path, readonly=True) as db:
-        view = db.at(args.branch)
+        branch = _branch_named(db, args.branch)
+        view = db.at(branch)
         snapshot = view.snapshot(as_of=args.as_of)
-        snapshot["branch"] = args.branch
+        snapshot["branch"] = branch
         snapshot["events"] = view.events.length(as_of=snapshot["version"])
         if args.json:
             _dump(snapshot)
             return
-        print(f"branch {args.branch} at version {snapshot['version']}")
+        print(f"branch {branch} at version {snapshot['version']}")
         for space in ("kv", "json", "state"):
             print(f"[{space}]")
             for key, value in snapshot[space].items():
@@ -147,9 +163,8 @@ def cmd_show(args: argparse.Namespace) -> None:
 def cmd_diff(args: argparse.Namespace) -> None:
     with open_database(args.path, readonly=True) as db:
         # Text is for people (serde encodings decoded); JSON keeps the stored values.
-        diff = db.diff(
-            args.a, args.b, as_of_a=args.as_of_a, as_of_b=args.as_of_b, readable=not args.json
-        )
+        a, b = _branch_named(db, args.a), _branch_named(db, args.b)
+        diff = db.diff(a, b, as_of_a=args.as_of_a, as_of_b=args.as_of_b, readable=not args.json)
         if args.json:
             _dump(diff.to_dict())
         else:
@@ -506,7 +521,7 @@ def build_parser() -> argparse.ArgumentParser:
     command("branches", "List the branches.", cmd_branches)
 
     log = command("log", "List a branch's events with their versions.", cmd_log)
-    log.add_argument("--branch", default="default")
+    log.add_argument("--branch", help="a branch or an attempt's title (default: default)")
     log.add_argument("--as-of", type=_as_of, help="a version or an ISO datetime")
     log.add_argument("--type", help="only events of this type")
     log.add_argument("--limit", type=int)
@@ -523,12 +538,14 @@ def build_parser() -> argparse.ArgumentParser:
     told.add_argument("--all", action="store_true", help="also the internal branches")
 
     show = command("show", "Show all state of a branch (as of a version).", cmd_show)
-    show.add_argument("--branch", default="default")
+    show.add_argument(
+        "--branch", default="default", help="a branch or an attempt's title (a thread id)"
+    )
     show.add_argument("--as-of", type=_as_of, help="a version or an ISO datetime")
 
     diff = command("diff", "Diff two branches (or two versions of one).", cmd_diff)
-    diff.add_argument("a", help="the branch to diff from")
-    diff.add_argument("b", help="the branch to diff to")
+    diff.add_argument("a", help="the branch (or attempt's title) to diff from")
+    diff.add_argument("b", help="the branch (or attempt's title) to diff to")
     diff.add_argument("--as-of-a", type=_as_of, help="version (or datetime) of A")
     diff.add_argument("--as-of-b", type=_as_of, help="version (or datetime) of B")
     export = commands.add_parser(

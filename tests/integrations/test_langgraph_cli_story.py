@@ -110,3 +110,26 @@ def test_story_takes_any_thread_id(
     told = capsys.readouterr().out.splitlines()
     assert told[0] == f"thread {thread_id} - finished"
     assert "  ai     hello" in told
+
+
+def test_log_show_and_diff_take_a_thread_by_its_thread_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``log``, ``show`` and ``diff`` name a thread as ``story`` does; ``log`` on a
+    LangGraph database without ``--branch`` says ``default`` has no events."""
+    path = tmp_path / "agent"
+    record(path)
+    assert main(["log", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert out == "" and "branch 'default' has no events" in err
+    assert main(["log", str(path), "--branch", "weather/ü", "--limit", "1"]) == 0
+    assert capsys.readouterr().out.startswith("seq 0 ")
+    assert main(["show", str(path), "--branch", "weather/ü"]) == 0
+    assert capsys.readouterr().out.startswith("branch lg/weather%2F%C3%BC at version ")
+    assert main(["story", str(path)]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    fork = next(line for line in listed if line.startswith("weather/ü~")).split()[0]
+    assert main(["diff", str(path), "weather/ü", fork]) == 0
+    assert "messages" in capsys.readouterr().out
+    assert main(["log", str(path), "--branch", "nope"]) == 1
+    assert "no attempt or branch is called 'nope'" in capsys.readouterr().err
