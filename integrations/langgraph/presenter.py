@@ -749,8 +749,8 @@ class LangGraphPresenter(Presenter):
             holder = self._holder(db, mine[0], mine[1], point.id)
             if holder is not None and holder != branch.name:  # time travel in the copy
                 copied = False
-                parent_branch = self._copy_of(db, holder, mine[0], mine[1], point)
-        parent = self._title(parent_branch, db)
+                parent_branch = self._copy_of(db, holder, mine[0], mine[1], point.version)
+        parent = self._title(parent_branch, db, self._attempt_of(db, parent_branch))
         first = self._first_own(db, branch)
         source = first.source if first else None
         step = point.number
@@ -787,18 +787,26 @@ class LangGraphPresenter(Presenter):
         return writer, at[-1].version
 
     def _copy_of(
-        self, db: rewinddb.Database, source: str, thread_id: str, namespace: str, point: _Record
+        self, db: rewinddb.Database, source: str, thread_id: str, namespace: str, version: int
     ) -> str:
         """The branch of thread ``thread_id`` that copies ``source`` (``copy_thread``
-        names it from the thread's own names) and reads its checkpoint ``point`` there,
-        or ``source`` when there is none. A copy of a copy is forked from the first
-        copy's branch (or, that thread deleted, from what is left of it), not from
+        names it from the thread's own names) and reads its checkpoint at ``version``
+        there, or ``source`` when there is none. A copy of a copy is forked from the
+        first copy's branch (or, that thread deleted, from what is left of it), not from
         ``source``: whether it sees ``source`` up to the point tells, not its parent."""
         copy = _names.copy_branch(source, thread_id, namespace)
         if copy == source or not db.branches.exists(copy):
             return source
-        shared = db.common_point(copy, source, as_of_b=point.version)
-        return copy if (shared.branch, shared.version) == (source, point.version) else source
+        shared = db.common_point(copy, source, as_of_b=version)
+        return copy if (shared.branch, shared.version) == (source, version) else source
+
+    def _attempt_of(self, db: rewinddb.Database, branch: str) -> str | None:
+        """The attempt of its thread a subgraph's first branch ran in (``_ran_in``), for
+        its title; None for any other branch."""
+        parsed = _names.parse_branch(branch)
+        if parsed is None or not parsed[1] or parsed[2] is not None:
+            return None
+        return self._ran_in(db, branch, parsed[0])
 
     def _holder(
         self, db: rewinddb.Database, thread_id: str, namespace: str, checkpoint_id: str
@@ -814,7 +822,10 @@ class LangGraphPresenter(Presenter):
     def _ran_in(self, db: rewinddb.Database, branch: str, thread_id: str) -> str | None:
         """The attempt of its thread (a time-travel fork: ``t~1f2e3d4c``) a subgraph's
         branch ran in: the branch the saver's index puts its root checkpoint on (its
-        checkpoints' ``parents`` metadata names it); None for the thread's main line."""
+        checkpoints' ``parents`` metadata names it); None for the thread's main line. A
+        copy's index keeps the source's branch for a checkpoint it copied: that is told
+        as the copy's own branch that reads it (``_copy_of``, as ``fork`` does), so a
+        copy's subgraph is titled under the copy's fork, not the source's."""
         found = self._root_of(db, branch, thread_id)
         return found[0] if found is not None else None
 
@@ -834,11 +845,16 @@ class LangGraphPresenter(Presenter):
         holder = entry.get("branch") if isinstance(entry, dict) else None
         if not isinstance(holder, str) or not db.branches.exists(holder):
             return None
+        version = entry.get("version") if isinstance(entry, dict) else None
+        version = version if type(version) is int and version >= 0 else None
         parsed = _names.parse_branch(holder)
+        if parsed is not None and parsed[0] != thread_id and version is not None:
+            # a copy's entry keeps the source's branch: the copy's own fork reads it
+            holder = self._copy_of(db, holder, thread_id, "", version)
+            parsed = _names.parse_branch(holder)
         if parsed is None or parsed[2] is None:
             return None
-        version = entry.get("version") if isinstance(entry, dict) else None
-        return holder, version if type(version) is int and version >= 0 else None
+        return holder, version
 
     def _subgraph_fork(self, db: rewinddb.Database, branch: rewinddb.Branch) -> Fork | None:
         """The fork of a subgraph's branch that ran in a time-travel fork of its thread
