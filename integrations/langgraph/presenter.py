@@ -714,6 +714,12 @@ class LangGraphPresenter(Presenter):
     def fork(self, db: rewinddb.Database, branch: rewinddb.Branch) -> Fork | None:
         """An ``lg/...~`` branch as the edit, replay or copy of its parent's step.
 
+        Time travel from a past checkpoint is an edit (``update_state``: "edit of step 4
+        of t"), new input (``invoke`` with input, its first checkpoint's source
+        ``input``: "new input at step 1 of t") or a replay (``invoke(None, ...)``:
+        "replay from step 1 of t"); new input is of kind ``replay`` too (a run from a
+        past step, compared with its parent's as a replay is).
+
         A branch of one thread forked from another's is a copy (``copy_thread``: "copy
         of t at step 7", each fork of the thread copied as its own branch: "copy of
         t~1f2e3d4c at step 6") when the copy's index puts the checkpoint it forked at on
@@ -760,6 +766,8 @@ class LangGraphPresenter(Presenter):
             kind, label = "fork", f"copy of {parent} at step {step}"
         elif source == "update":
             kind, label = "edit", f"edit of step {step} of {parent}"
+        elif source == "input":  # invoke with new input from a past checkpoint
+            label = f"new input at step {step} of {parent}"
         elif source == "fork" and first is not None and first == self._newest(db.at(branch.name)):
             kind, label = "fork", f"fork of step {step} of {parent}"  # a copy, not run yet
         return Fork(parent_branch, forked_at, kind, label, step=point.version)

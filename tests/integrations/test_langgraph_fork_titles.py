@@ -1,7 +1,7 @@
 """How the LangGraph presenter titles attempts and labels forks: a copy's subgraph
 that ran on a fork names the copy's own fork (every attempt's title is its own, so
-``rewinddb story DB TITLE`` finds it), and a copied subgraph's label names its source
-as the source's title reads.
+``rewinddb story DB TITLE`` finds it), a copied subgraph's label names its source as
+the source's title reads, and new input from a past step is told apart from a replay.
 
 The graph is the new-user trial's: agent -> research (a subgraph: a namespace of its
 own) -> end, two turns, new input from the first turn's end (a fork that runs the
@@ -107,3 +107,27 @@ def test_a_copied_subgraph_names_its_source_as_the_source_is_titled(copied_trip:
             source = told[summary.fork.parent]
             assert summary.fork.label.startswith(f"copy of {source.title} at step ")
         assert any(s.fork and s.fork.label.startswith("copy of trip~") for s in copies.values())
+
+
+def test_new_input_from_a_past_step_is_told_apart_from_a_replay(db: rewinddb.Database) -> None:
+    """``invoke(input, past)`` is LangGraph's fork with new input (its first checkpoint's
+    source is ``input``); ``invoke(None, past)`` replays. Both are of kind replay."""
+    graph = _graph(RewindSaver(db))
+    for text in ("lisbon", "porto"):
+        graph.invoke({"messages": [text]}, thread("demo"))
+    past = _first_done(graph, "demo")
+    before = {b.name for b in db.branches.list()}
+    graph.invoke({"messages": ["faro"]}, past.config)
+    (new_input,) = {b.name for b in db.branches.list() if "~" in b.name} - before
+    history = list(graph.get_state_history(thread("demo")))
+    (again,) = [s for s in history if s.next == ("research",) and len(s.values["messages"]) == 2]
+    graph.invoke(None, again.config)
+    (replay,) = {b.name for b in db.branches.list() if "~" in b.name} - before - {new_input}
+    told = {a.branch.name: a.summary.fork for a in story.attempts(db)}
+    assert told[new_input] is not None and told[replay] is not None
+    assert (told[new_input].kind, told[new_input].label) == (
+        "replay",
+        f"new input at step {past.metadata['step']} of demo",
+    )
+    step = again.metadata["step"]
+    assert (told[replay].kind, told[replay].label) == ("replay", f"replay from step {step} of demo")

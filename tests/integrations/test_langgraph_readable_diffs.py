@@ -328,7 +328,7 @@ def test_time_travel_in_a_copy_is_told_from_the_copy(db: rewinddb.Database) -> N
     shown = _attempts(db)
     forks = {s.fork.kind: s.fork for s in shown.values() if s.title.startswith("t2~") and s.fork}
     assert set(forks) == {"replay", "edit"}
-    assert forks["replay"].label == f"replay from step {history[3].metadata['step']} of t2"
+    assert forks["replay"].label == f"new input at step {history[3].metadata['step']} of t2"
     assert forks["edit"].label == f"edit of step {history[5].metadata['step']} of t2"
     assert forks["replay"].parent == forks["edit"].parent == "lg/t2"
     assert shown["lg/t2"].fork is not None and shown["lg/t2"].fork.label.startswith("copy of t ")

@@ -495,7 +495,7 @@ def test_time_travel_in_a_copy_of_a_copy_is_told_of_that_copy(db: rewinddb.Datab
     (branch,) = [name for name in forks if name.startswith("lg/t3~")]
     fork = forks[branch]
     assert fork is not None
-    assert (fork.kind, fork.label, fork.parent) == ("replay", "replay from step 1 of t3", "lg/t3")
+    assert (fork.kind, fork.label, fork.parent) == ("replay", "new input at step 1 of t3", "lg/t3")
     assert story.step_detail(db, "lg/t3", fork.step).step.id == started  # where it went on
     told = forks["lg/t3"]
     assert told is not None and told.label.startswith("copy of t2 at step ")
@@ -529,7 +529,7 @@ def test_a_copy_of_a_deleted_copy_says_what_it_copies(db: rewinddb.Database) -> 
     assert forks[copied_fork].label.startswith(f"copy of t~{copied_fork.split('~')[1]} at step ")
     told = {f.kind: f for name, f in forks.items() if name != copied_fork and f is not None}
     assert (told["edit"].label, told["edit"].parent) == ("edit of step 0 of t3", "lg/t3")
-    assert (told["replay"].label, told["replay"].parent) == ("replay from step 1 of t3", "lg/t3")
+    assert (told["replay"].label, told["replay"].parent) == ("new input at step 1 of t3", "lg/t3")
     assert {told["edit"].parent, told["replay"].parent} <= shown
     assert story.step_detail(db, "lg/t3", told["replay"].step).step.id == replayed
 
@@ -561,4 +561,4 @@ def test_a_long_thread_id_is_titled_by_itself_and_its_current_line_marked(
     assert main.summary.title == thread_id
     assert fork.summary.title == f"{thread_id}~{fork.branch.name.split('~')[1]}"
     assert fork.summary.fork is not None
-    assert fork.summary.fork.label == f"replay from step 1 of {thread_id}"
+    assert fork.summary.fork.label == f"new input at step 1 of {thread_id}"

@@ -1114,7 +1114,7 @@ def test_a_langgraph_time_travel_run_is_a_branch_tree(
             expect(page.locator("#graph .main-svg").first).to_be_visible()
             for name in ["lg/demo", *forks]:
                 expect(page.locator("table.branches")).to_contain_text(name.removeprefix("lg/"))
-            expect(page.locator("table.branches")).to_contain_text("replay from step")
+            expect(page.locator("table.branches")).to_contain_text("new input at step")
             page.screenshot(path=shots / "langgraph.png")
             page.goto(base + "/branches/" + tilde(forks[0]))
             expect(page.locator("#chat")).to_contain_text("book a hostel")
