@@ -59,7 +59,7 @@ def main(directory: Path) -> None:
             origin = summary.fork.label if summary.fork else "the thread as first run"
             current = ", current" if summary.current == attempt.branch.name else ""
             print(
-                f"  {summary.title:<16} {origin:<26} {summary.status}{current}: {summary.outcome}"
+                f"  {summary.title:<16} {origin:<30} {summary.status}{current}: {summary.outcome}"
             )
         for attempt in attempts:
             fork = attempt.summary.fork
