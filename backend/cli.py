@@ -27,7 +27,7 @@ from ._values import jsonable
 from .database import Database
 from .database import open as open_database
 from .errors import InvalidInputError, RewindError
-from .presenters import readable, to_dict
+from .presenters import Presenter, readable, to_dict
 from .progress import Progress
 from .retention import GcReport, RetentionPolicy
 from .transfer import TransferCounts
@@ -167,8 +167,20 @@ def cmd_diff(args: argparse.Namespace) -> None:
         diff = db.diff(a, b, as_of_a=args.as_of_a, as_of_b=args.as_of_b, readable=not args.json)
         if args.json:
             _dump(diff.to_dict())
-        else:
-            print(diff.to_text())
+            return
+        from . import story, story_text
+
+        teller, other = story.presenter_of(db, b), story.presenter_of(db, a)
+        if args.stored or teller.name != other.name or teller.name == Presenter.name:
+            print(diff.to_text())  # the store's own diff (a plain branch's: keys and paths)
+            return
+        titles = (
+            other.summary(db, db.branches.get(a)).title,
+            teller.summary(db, db.branches.get(b)).title,
+        )
+        rows = story.diff_rows(db, teller, diff)
+        for line in story_text.diff_lines(diff, rows, titles, teller):
+            print(line)
 
 
 def cmd_export(args: argparse.Namespace) -> None:
@@ -548,6 +560,12 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("b", help="the branch (or attempt's title) to diff to")
     diff.add_argument("--as-of-a", type=_as_of, help="version (or datetime) of A")
     diff.add_argument("--as-of-b", type=_as_of, help="version (or datetime) of B")
+    diff.add_argument(
+        "--stored",
+        action="store_true",
+        help="the store's own diff (keys and stored paths, bookkeeping included), not the "
+        "branches' presenter's (a LangGraph thread's channels and messages)",
+    )
     export = commands.add_parser(
         "export",
         help="Write the history as JSON Lines (to stdout by default).",

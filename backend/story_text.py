@@ -4,11 +4,15 @@ attempt's conversation and steps, in the words the explorer uses (``story``)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from . import story
+from ._values import short_text
 from .database import Database
+from .diff import Diff
 from .errors import BranchNotFound, InvalidInputError
-from .presenters import Fork, Message, Step, payload_text
+from .presenters import DiffRow, Fork, Message, Presenter, Step, payload_text
+from .rendering import plural
 
 #: How much of a message or an outcome a line shows.
 TEXT_CHARS = 300
@@ -139,3 +143,38 @@ def _step_line(step: Step) -> str:
 
 def _fork_line(fork: Fork) -> str:
     return f"  ---- {fork.label} ----"
+
+
+def diff_lines(
+    diff: Diff, rows: tuple[DiffRow, ...], titles: tuple[str, str], teller: Presenter
+) -> Iterator[str]:
+    """A diff as its branches' presenter tells it (``story.diff_rows``), between the
+    attempts ``titles`` names: one line per row people read (``~ messages[2]: "hotel" ->
+    "hostel"``, a message as ``teller`` reads it: ``+ messages[4]: ai: It is sunny.``),
+    the bookkeeping counted."""
+
+    def text(value: Any) -> str:
+        told = teller.value_text(value)
+        return _short(told) if told is not None else short_text(value)
+
+    yield f"--- {titles[0]} (version {diff.a.version})"
+    yield f"+++ {titles[1]} (version {diff.b.version})"
+    shown = [row for row in rows if not row.hidden]
+    for row in shown:
+        if row.kind == "added":
+            yield f"+ {row.path}: {text(row.new)}"
+        elif row.kind == "removed":
+            yield f"- {row.path}: {text(row.old)}"
+        else:
+            yield f"~ {row.path}: {text(row.old)} -> {text(row.new)}"
+    kinds = [row.kind for row in shown]
+    hidden = len(rows) - len(shown)
+    line = (
+        f"{plural(len(shown), 'change')}: {kinds.count('added')} added, "
+        f"{kinds.count('removed')} removed, {kinds.count('changed')} changed"
+        if shown
+        else "no changes"
+    )
+    if hidden:
+        line += f" ({plural(hidden, 'bookkeeping change')} not shown: --stored shows them)"
+    yield line

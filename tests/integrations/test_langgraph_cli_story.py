@@ -130,6 +130,12 @@ def test_log_show_and_diff_take_a_thread_by_its_thread_id(
     listed = capsys.readouterr().out.splitlines()
     fork = next(line for line in listed if line.startswith("weather/ü~")).split()[0]
     assert main(["diff", str(path), "weather/ü", fork]) == 0
-    assert "messages" in capsys.readouterr().out
+    told = capsys.readouterr().out.splitlines()
+    assert told[0].startswith("--- weather/ü (version ") and told[1].startswith(f"+++ {fork} ")
+    assert "+ messages[1]: human: Porto" in told  # the channel, its messages as read
+    assert "bookkeeping changes not shown" in told[-1]
+    assert not any("channel/" in line or "$." in line for line in told)
+    assert main(["diff", str(path), "weather/ü", fork, "--stored"]) == 0
+    assert "kv 'channel/messages'" in capsys.readouterr().out  # the store's own diff
     assert main(["log", str(path), "--branch", "nope"]) == 1
     assert "no attempt or branch is called 'nope'" in capsys.readouterr().err
