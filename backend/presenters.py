@@ -130,6 +130,9 @@ class Step:
     interrupts: tuple[Interrupt, ...] = ()
     events: tuple[int, ...] = ()
     """Sequences of the events it appended (to the branch that wrote it)."""
+    parent_cut: bool = False
+    """The step listed before it is not the one it came from: retention removed that
+    one, so its changes since the step before are more than its own."""
 
 
 @dataclass(frozen=True)

@@ -349,6 +349,8 @@ def step_detail(db: Database, branch: str, version: int) -> StepDetail:
         step = presenter.step(db, branch, version)
         page = presenter.steps(db, branch, before=step.version, limit=1)
         previous = page.steps[-1] if page.steps else None
+        if previous is None and step.parent_cut:  # (no step before it is listed)
+            step = replace(step, parent_cut=False)
         if previous is not None:
             start = (previous.branch, previous.version)
         else:  # the first step: from the start of the history that holds it

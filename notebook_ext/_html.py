@@ -339,6 +339,8 @@ def detail_html(detail: StepDetail, *, show_hidden: bool, fork: Fork | None = No
     added = chat_html(Transcript(step.messages, 0, len(step.messages), step.interrupts))
     if detail.kept_from is not None:  # (the step before lies below a retention cut)
         since = f"version {detail.kept_from} (the history before it was removed by retention)"
+    elif detail.previous is not None and step.parent_cut:  # (its parent was cut)
+        since = f"step {detail.previous.number} (the steps between were removed by retention)"
     elif detail.previous is not None:
         since = f"step {detail.previous.number}"
     else:

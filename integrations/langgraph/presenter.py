@@ -1142,7 +1142,8 @@ class LangGraphPresenter(Presenter):
         texts: _TextRole,
     ) -> Step:
         own = writes.get(record.id, []) if record.id else []
-        if not _is_parent(parent, record):  # (retention removed its parent: not known)
+        parent_cut = not _is_parent(parent, record)
+        if parent_cut:  # (retention removed its parent: not known)
             parent = None
         ran = writes.get(parent.id, []) if parent is not None and parent.id else []
         nodes: tuple[str, ...] = ()
@@ -1192,6 +1193,7 @@ class LangGraphPresenter(Presenter):
                 memo,
             ),
             events=events,
+            parent_cut=parent_cut,
         )
 
     def _with_failures(
