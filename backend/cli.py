@@ -26,7 +26,7 @@ from ._engine import DEFAULT_BRANCH
 from ._values import jsonable
 from .database import Database
 from .database import open as open_database
-from .errors import InvalidInputError, RewindError
+from .errors import BranchNotFound, CorruptDatabaseError, InvalidInputError, RewindError
 from .presenters import Presenter, readable, to_dict
 from .progress import Progress
 from .retention import GcReport, RetentionPolicy
@@ -94,7 +94,10 @@ def _branch_named(db: Database, name: str) -> str:
     (a LangGraph thread by its thread id), as ``rewinddb story`` takes them."""
     from . import story_text
 
-    return story_text.attempt_branch(db, name)
+    try:
+        return story_text.attempt_branch(db, name)
+    except BranchNotFound:
+        return name  # no attempt is titled so: the store's read says why (deleted, when)
 
 
 def cmd_log(args: argparse.Namespace) -> None:
@@ -170,7 +173,10 @@ def cmd_diff(args: argparse.Namespace) -> None:
             return
         from . import story, story_text
 
-        teller, other = story.presenter_of(db, b), story.presenter_of(db, a)
+        try:
+            teller, other = story.presenter_of(db, b), story.presenter_of(db, a)
+        except CorruptDatabaseError:  # a branch's figures are damaged, not the diff
+            teller = other = Presenter()
         if args.stored or teller.name != other.name or teller.name == Presenter.name:
             print(diff.to_text())  # the store's own diff (a plain branch's: keys and paths)
             return

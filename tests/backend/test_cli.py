@@ -80,8 +80,7 @@ def test_errors_are_one_clear_line(agent: Path, capsys: pytest.CaptureFixture[st
     code, _, err = _cli(capsys, "log", str(agent), "--branch", "nope")
     assert code == 1
     assert err.strip() == (
-        "rewinddb: error: [not_found.engine.branch] no attempt or branch is called 'nope'; "
-        "`rewinddb story PATH` lists them"
+        "rewinddb: error: [not_found.engine.branch] branch 'nope' does not exist (or was deleted)"
     )
     code, _, err = _cli(capsys, "show", str(agent), "--branch", "run-1", "--as-of", "1")
     assert code == 1 and "history_unavailable" in err

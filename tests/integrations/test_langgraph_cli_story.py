@@ -138,4 +138,4 @@ def test_log_show_and_diff_take_a_thread_by_its_thread_id(
     assert main(["diff", str(path), "weather/ü", fork, "--stored"]) == 0
     assert "kv 'channel/messages'" in capsys.readouterr().out  # the store's own diff
     assert main(["log", str(path), "--branch", "nope"]) == 1
-    assert "no attempt or branch is called 'nope'" in capsys.readouterr().err
+    assert "branch 'nope' does not exist" in capsys.readouterr().err
