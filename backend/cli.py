@@ -26,6 +26,7 @@ from ._engine import DEFAULT_BRANCH
 from ._values import jsonable
 from .database import Database
 from .database import open as open_database
+from .diff import Diff
 from .errors import BranchNotFound, CorruptDatabaseError, InvalidInputError, RewindError
 from .presenters import Presenter, readable, to_dict
 from .progress import Progress
@@ -102,12 +103,18 @@ def _branch_named(db: Database, name: str) -> str:
 
 def cmd_log(args: argparse.Namespace) -> None:
     with open_database(args.path, readonly=True) as db:
-        branch = _branch_named(db, args.branch or DEFAULT_BRANCH)
-        items = db.at(branch).events.list(as_of=args.as_of, event_type=args.type, limit=args.limit)
+        branch = _branch_named(db, DEFAULT_BRANCH if args.branch is None else args.branch)
+        events = db.at(branch).events
+        items = events.list(as_of=args.as_of, event_type=args.type, limit=args.limit)
         if args.json:
             _dump([item.event.to_dict() for item in items])
             return
-        if not items and args.branch is None and len(db.branches.names()) > 1:
+        if (
+            not items
+            and args.branch is None
+            and events.length() == 0
+            and len(db.branches.names()) > 1
+        ):
             print(
                 f"branch {DEFAULT_BRANCH!r} has no events; name another with --branch "
                 "(`rewinddb story PATH` lists the attempts, `rewinddb branches PATH` the branches)",
@@ -171,22 +178,30 @@ def cmd_diff(args: argparse.Namespace) -> None:
         if args.json:
             _dump(diff.to_dict())
             return
-        from . import story, story_text
-
-        try:
-            teller, other = story.presenter_of(db, b), story.presenter_of(db, a)
-        except CorruptDatabaseError:  # a branch's figures are damaged, not the diff
-            teller = other = Presenter()
-        if args.stored or teller.name != other.name or teller.name == Presenter.name:
-            print(diff.to_text())  # the store's own diff (a plain branch's: keys and paths)
-            return
-        titles = (
-            other.summary(db, db.branches.get(a)).title,
-            teller.summary(db, db.branches.get(b)).title,
-        )
-        rows = story.diff_rows(db, teller, diff)
-        for line in story_text.diff_lines(diff, rows, titles, teller):
+        lines = None
+        if not args.stored:
+            try:
+                lines = _told_diff(db, diff, a, b)
+            except CorruptDatabaseError:  # what tells it is damaged, not the diff itself
+                lines = None
+        for line in lines if lines is not None else [diff.to_text()]:
             print(line)
+
+
+def _told_diff(db: Database, diff: Diff, a: str, b: str) -> list[str] | None:
+    """``diff``'s lines as the two branches' presenter tells them (``+ messages[1]:
+    human: Porto``), or None when no presenter but the store's own tells both."""
+    from . import story, story_text
+
+    teller, other = story.presenter_of(db, b), story.presenter_of(db, a)
+    if teller.name != other.name or teller.name == Presenter.name:
+        return None
+    titles = (
+        other.summary(db, db.branches.get(a)).title,
+        teller.summary(db, db.branches.get(b)).title,
+    )
+    rows = story.diff_rows(db, teller, diff)
+    return list(story_text.diff_lines(diff, rows, titles, teller))
 
 
 def cmd_export(args: argparse.Namespace) -> None:

@@ -1851,6 +1851,20 @@ def _shape(blob: Any) -> str | None:
     return None
 
 
+def _holds_parts(blob: Any) -> bool:
+    """A stored list or dict channel value with at least one item or member."""
+    shape = _shape(blob)
+    return shape is not None and shape != "value" and len(blob[_PARTS[shape]]) > 0
+
+
+_PARTS = {"list": "items", "dict": "pairs"}
+
+
+def _emptied(blob: dict[str, Any]) -> dict[str, Any]:
+    """A stored list or dict channel value of ``blob``'s form with nothing in it."""
+    return {**blob, _PARTS[blob["type"]]: []}
+
+
 def _member(stored: Any, plain: bool, memo: dict[Any, Any]) -> Any:
     """A stored item, member or value decoded (as stored when the codec kept it plain)."""
     if stored is ABSENT or plain:
@@ -1886,7 +1900,13 @@ def _channel_parts(old: Any, new: Any, memo: dict[Any, Any]) -> list[_Part]:
     """The changes from stored channel value ``old`` to ``new`` (either ``ABSENT``) as
     LangGraph shows them. Items, members and values whose stored forms are equal are
     skipped unread; the rest are decoded and compared structurally, so a list that grew
-    by one message decodes that message alone."""
+    by one message decodes that message alone. A list or dict channel that appears (or
+    goes) with something in it is told item by item (member by member), as if it had
+    been empty; an empty one is told whole."""
+    if old is ABSENT and _holds_parts(new):
+        old = _emptied(new)
+    elif new is ABSENT and _holds_parts(old):
+        new = _emptied(old)
     shape = _shape(old)
     if shape is None or shape != _shape(new):
         shown_old = ABSENT if old is ABSENT else _channel_value(old, memo)

@@ -56,6 +56,20 @@ def test_log(agent: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ]
 
 
+def test_log_hints_at_other_branches_only_when_default_has_no_events(
+    agent: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Events a filter left out are no reason to say ``default`` has none; an empty
+    ``--branch`` is a bad name, not ``default``."""
+    with rewinddb.open(agent) as db:
+        db.events.append("chat", {"x": 1})
+    for filtered in (["--type", "nope"], ["--as-of", "0"]):
+        assert _cli(capsys, "log", str(agent), *filtered) == (0, "", "")
+    assert _cli(capsys, "log", str(agent))[1].startswith("seq 0 ")
+    code, out, err = _cli(capsys, "log", str(agent), "--branch", "")
+    assert (code, out) == (1, "") and "branch" in err
+
+
 def test_show(agent: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _cli(capsys, "show", str(agent), "--branch", "run-1", "--as-of", "3")
     assert code == 0

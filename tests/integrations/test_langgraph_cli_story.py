@@ -139,3 +139,22 @@ def test_log_show_and_diff_take_a_thread_by_its_thread_id(
     assert "kv 'channel/messages'" in capsys.readouterr().out  # the store's own diff
     assert main(["log", str(path), "--branch", "nope"]) == 1
     assert "branch 'nope' does not exist" in capsys.readouterr().err
+
+
+def test_diff_of_a_thread_with_its_own_past_lists_each_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Against a version before its first message, a thread's diff lists each message
+    as it reads (the channel appeared), never the channel's stored list."""
+    path = tmp_path / "agent"
+    record(path)
+    assert main(["diff", str(path), "weather/ü", "weather/ü", "--as-of-a", "3"]) == 0
+    told = capsys.readouterr().out.splitlines()
+    assert told[2:6] == [
+        "+ messages[0]: human: Lisbon",
+        "+ messages[1]: ai: Checking.",
+        "+ messages[2]: tool: sunny",
+        "+ messages[3]: ai: It is sunny.",
+    ]
+    assert told[6].startswith("4 changes: 4 added, 0 removed, 0 changed (")
+    assert not any("__class__" in line for line in told)

@@ -61,9 +61,10 @@ def _langgraph_values(graph: Any, config: dict) -> dict[str, dict[str, Any]]:
 
 def test_a_channel_change_reads_in_the_values_own_shape(db: rewinddb.Database) -> None:
     """The trial's graph: a dict channel, a counter and a list, run twice. The first
-    write of each is its value ({"k0": "v"}, 1, ["t"]), the second the member or item
-    it added, at its key or index, as LangGraph's history holds them; the stored
-    change behind each row is kept ($.pairs[1], $.value, $.items[1])."""
+    write of each is its value (1), or the members and items it holds, each at its key
+    or index (notes["k0"], tags[0]); the second the member or item it added, as
+    LangGraph's history holds them; the stored change behind each row is kept ($,
+    then $.pairs[1], $.value, $.items[1])."""
     graph = _notes_graph(RewindSaver(db))
     for _ in range(2):
         graph.invoke({}, thread("p"))
@@ -72,13 +73,13 @@ def test_a_channel_change_reads_in_the_values_own_shape(db: rewinddb.Database) -
     told = story.step_detail(db, "lg/p", first.version)
     assert _rows(told) == [
         ("count", "count", "added", None, values[first.id]["count"]),
-        ("notes", "notes", "added", None, values[first.id]["notes"]),
-        ("tags", "tags", "added", None, values[first.id]["tags"]),
+        ("notes", 'notes["k0"]', "added", None, values[first.id]["notes"]["k0"]),
+        ("tags", "tags[0]", "added", None, values[first.id]["tags"][0]),
     ]
     assert _rows(told) == [
         ("count", "count", "added", None, 1),
-        ("notes", "notes", "added", None, {"k0": "v"}),
-        ("tags", "tags", "added", None, ["t"]),
+        ("notes", 'notes["k0"]', "added", None, "v"),
+        ("tags", "tags[0]", "added", None, "t"),
     ]
     # The stored change behind each is the wrapper's first write, kept as it was.
     assert [(r.change.key, r.change.path) for r in told.visible] == [
@@ -219,7 +220,7 @@ def test_a_channels_history_reads_by_step(db: rewinddb.Database) -> None:
         (s.version, "n") for s in steps
     ]
     assert [[(r.path, r.new) for r in v.rows if not r.hidden] for v in told.versions] == [
-        [("notes", {"k0": "v"})],
+        [('notes["k0"]', "v")],
         [('notes["k1"]', "v")],
     ]
     # A plain branch's key is told as stored (None), its rows as they are.

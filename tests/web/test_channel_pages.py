@@ -94,7 +94,7 @@ def test_a_steps_diff_names_channels_in_the_values_shape(
     assert 'title="stored as channel/notes $.pairs[1]"' in diff
     first_page = client.get(step_url("lg/p", first.version)).text
     first_diff = _text(_between(first_page, 'id="step-diff"', 'class="hidden-rows"'))
-    assert '+ notes notes {"k0":"v0 ' in first_diff
+    assert '+ notes notes["k0"] "v0 ' in first_diff
     assert '"pairs"' not in first_diff and '"plain"' not in first_diff
     assert '"version"' not in first_diff
 
@@ -128,7 +128,7 @@ def test_a_channel_link_opens_its_values_by_step(client: TestClient, steps: list
     for step in steps:
         assert f"step {step.number}: n" in shown
         assert f'href="{step_url("lg/p", step.version)}"' in channel.text
-    assert '+ notes["k1"] "v1 ' in shown and '+ notes {"k0":"v0 ' in shown
+    assert '+ notes["k1"] "v1 ' in shown and '+ notes["k0"] "v0 ' in shown
     assert "$.pairs" not in _text(channel.text.split('class="hidden-rows"', 1)[0])
 
 
