@@ -1738,7 +1738,7 @@ class LangGraphPresenter(Presenter):
                 except rewinddb.RewindError:  # a point no longer readable: as stored
                     rows += super().value_rows(primitive, key, ABSENT, ABSENT, group)
                     continue
-                rows += _channel_rows(key, old, new, group, memo)
+                rows += _channel_rows(key, old, new, group, memo, split=True)
             else:
                 rows += super().value_rows(primitive, key, ABSENT, ABSENT, group)
         return rows
@@ -1896,16 +1896,16 @@ def _same_ends(old: list[Any], new: list[Any]) -> tuple[int, int, int]:
     return start, end_old, end_new
 
 
-def _channel_parts(old: Any, new: Any, memo: dict[Any, Any]) -> list[_Part]:
+def _channel_parts(old: Any, new: Any, memo: dict[Any, Any], *, split: bool = False) -> list[_Part]:
     """The changes from stored channel value ``old`` to ``new`` (either ``ABSENT``) as
     LangGraph shows them. Items, members and values whose stored forms are equal are
     skipped unread; the rest are decoded and compared structurally, so a list that grew
-    by one message decodes that message alone. A list or dict channel that appears (or
-    goes) with something in it is told item by item (member by member), as if it had
-    been empty; an empty one is told whole."""
-    if old is ABSENT and _holds_parts(new):
+    by one message decodes that message alone. With ``split``, a list or dict channel
+    that appears (or goes) with something in it is told item by item (member by member),
+    as if it had been empty (a diff's rows); else, and when empty, whole (a value)."""
+    if split and old is ABSENT and _holds_parts(new):
         old = _emptied(new)
-    elif new is ABSENT and _holds_parts(old):
+    elif split and new is ABSENT and _holds_parts(old):
         new = _emptied(old)
     shape = _shape(old)
     if shape is None or shape != _shape(new):
@@ -2177,9 +2177,16 @@ def _stored_part(blob: Any, tokens: tuple[Any, ...]) -> Any:
 
 
 def _channel_rows(
-    key: str, old: Any, new: Any, changes: Sequence[Change], memo: dict[Any, Any]
+    key: str,
+    old: Any,
+    new: Any,
+    changes: Sequence[Change],
+    memo: dict[Any, Any],
+    *,
+    split: bool = False,
 ) -> list[DiffRow]:
-    """A channel's rows (see ``LangGraphPresenter.diff_rows``): each of ``_channel_parts``
+    """A channel's rows (see ``LangGraphPresenter.diff_rows``; ``split``: as a diff tells
+    a channel that appears or goes): each of ``_channel_parts``
     with the stored change at its place in the stored form (else the nearest one that
     holds it, else a change of the stored part that holds it), then the stored changes
     no row tells, hidden."""
@@ -2187,7 +2194,7 @@ def _channel_rows(
     by_path = {change.path: change for change in changes}
     told: set[str] = set()
     rows: list[DiffRow] = []
-    for part in _channel_parts(old, new, memo):
+    for part in _channel_parts(old, new, memo, split=split):
         behind = None
         for length in range(len(part.stored), -1, -1):
             path = jsonpath.format_path(part.stored[:length])

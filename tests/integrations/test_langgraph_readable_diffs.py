@@ -220,7 +220,7 @@ def test_a_channels_history_reads_by_step(db: rewinddb.Database) -> None:
         (s.version, "n") for s in steps
     ]
     assert [[(r.path, r.new) for r in v.rows if not r.hidden] for v in told.versions] == [
-        [('notes["k0"]', "v")],
+        [("notes", {"k0": "v"})],  # a channel's version: its first one is its value
         [('notes["k1"]', "v")],
     ]
     # A plain branch's key is told as stored (None), its rows as they are.

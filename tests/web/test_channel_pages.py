@@ -128,7 +128,7 @@ def test_a_channel_link_opens_its_values_by_step(client: TestClient, steps: list
     for step in steps:
         assert f"step {step.number}: n" in shown
         assert f'href="{step_url("lg/p", step.version)}"' in channel.text
-    assert '+ notes["k1"] "v1 ' in shown and '+ notes["k0"] "v0 ' in shown
+    assert '+ notes["k1"] "v1 ' in shown and '+ notes {"k0":"v0 ' in shown
     assert "$.pairs" not in _text(channel.text.split('class="hidden-rows"', 1)[0])
 
 
