@@ -81,9 +81,17 @@ SLOW_FIXTURES = frozenset({"postgres", "children", "tutorial"})
 SLOW_PARAMS = frozenset({"postgresql"})
 
 #: or it starts Python processes itself (a writer racing it, an example, the installed
-#: CLI, a clean interpreter, a notebook kernel: each costs half a second or more here),
-#: runs hypothesis' stateful machine, or belongs to the damaged-file corpus (200+ cases).
+#: CLI, a clean interpreter, a notebook kernel, a wheel build: each costs half a second or
+#: more here), runs hypothesis' stateful machine, belongs to the damaged-file corpus (200+
+#: cases), or checks an engine against its reference model on many random histories
+#: (fork trees, merges after purges) or long lists (1-3 s each).
 SLOW_TESTS = (
+    "tests/test_packaging.py::test_a_wheel_built_from_the_tree_*",
+    "tests/backend/test_diff_fast.py::test_diffs_of_random_histories_*",
+    "tests/backend/test_retention_depth.py::test_random_fork_trees_*",
+    "tests/backend/test_erasure_forks.py::test_random_fork_trees_*",
+    "tests/backend/test_purge_merge_history.py::test_merges_after_purges_*",
+    "tests/integrations/test_langgraph_message_diffs.py::test_aligning_a_long_reordered_*",
     "tests/integrations/test_langgraph_suite.py::test_langgraph_own_suite_*",
     "tests/integrations/test_langgraph_processes.py::test_processes_run_graphs_*",
     "tests/integrations/test_langgraph_readable.py::test_the_time_travel_example_*",

@@ -26,7 +26,7 @@ def test_the_readme_test_command_is_the_one_ci_runs() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     command = ci.split("# The README's test command, exactly.\n", 1)[1].split("\n", 1)[0]
     assert _block("The tests:", "bash").strip() == command
-    assert '.venv/bin/python -m pytest -m "not slow"' in README
+    assert '.venv/bin/python -m pytest -m "not slow" -n 2' in README
 
 
 def test_the_readme_langgraph_snippet_forks_the_thread(tmp_path: Path) -> None:
