@@ -195,6 +195,9 @@ class ChatItem:
     interrupt: Interrupt | None = None
     fork: Fork | None = None
     inherited: bool = False
+    after_inherited: bool = False
+    """Of the fork point's mark: inherited messages come before it (a branch that
+    inherited none, a subgraph's, has only its own below)."""
 
 
 @dataclass(frozen=True)
@@ -204,6 +207,8 @@ class StepItem:
     kind: str  # "step" or "fork"
     step: Step | None = None
     fork: Fork | None = None
+    after_inherited: bool = False
+    """Of the fork point's mark: inherited steps come before it."""
 
 
 def role_of(message: Message) -> str:
@@ -276,7 +281,7 @@ def chat(transcript: Transcript, fork: Fork | None) -> list[ChatItem]:
         own = fork is not None and message.step is not None and not inherited
         starts = first_page and fork is not None and fork.version > 0
         if not marked and own and (seen_inherited or starts):
-            items.append(ChatItem("fork", fork=fork))
+            items.append(ChatItem("fork", fork=fork, after_inherited=seen_inherited))
             marked = True
         seen_inherited = seen_inherited or inherited
         if role_of(message) == "tool" and message.tool_call_id in answered:
@@ -284,7 +289,7 @@ def chat(transcript: Transcript, fork: Fork | None) -> list[ChatItem]:
         items.append(ChatItem("message", message=message, inherited=inherited))
     items += [ChatItem("interrupt", interrupt=i) for i in waiting]
     if not marked and newest_page and seen_inherited:
-        items.append(ChatItem("fork", fork=fork))  # nothing of its own said yet
+        items.append(ChatItem("fork", fork=fork, after_inherited=True))  # none of its own yet
     return items
 
 
@@ -296,11 +301,11 @@ def step_items(page: StepPage, fork: Fork | None, *, newest: bool) -> list[StepI
     for step in page.steps:
         starts = before is None and page.older is None  # the first step of all
         if fork is not None and not step.inherited and (before or starts):
-            items.append(StepItem("fork", fork=fork))
+            items.append(StepItem("fork", fork=fork, after_inherited=bool(before)))
         before = step.inherited
         items.append(StepItem("step", step=step))
     if fork is not None and newest and (before or not page.steps):
-        items.append(StepItem("fork", fork=fork))  # nothing of its own yet
+        items.append(StepItem("fork", fork=fork, after_inherited=bool(before)))  # none own yet
     return items
 
 

@@ -154,13 +154,14 @@ def message_html(item: Message, *, inherited: bool = False) -> str:
     )
 
 
-def fork_mark(fork: Fork) -> str:
-    """The line between what a branch inherited and what it did itself."""
+def fork_mark(fork: Fork, *, after_inherited: bool = True) -> str:
+    """The line between what a branch inherited (``after_inherited``: shown above it)
+    and what it did itself."""
+    above = f" above, inherited from {escape(fork.parent)};" if after_inherited else ""
     return (
         '<div style="border-top:2px dashed #b08800;color:#735c0f;margin:6px 0;'
         f'padding-top:2px;{WRAP}" data-kind="fork">&#9670; <b>fork point</b>: '
-        f"{escape(fork.label)}: above, inherited from {escape(fork.parent)}; below, this "
-        "branch's own</div>"
+        f"{escape(fork.label)}:{above} below, this branch's own</div>"
     )
 
 
@@ -171,7 +172,7 @@ def chat_html(transcript: Transcript, fork: Fork | None = None) -> str:
     parts = []
     for item in story.chat(transcript, fork):
         if item.kind == "fork" and item.fork is not None:
-            parts.append(fork_mark(item.fork))
+            parts.append(fork_mark(item.fork, after_inherited=item.after_inherited))
         elif item.kind == "interrupt" and item.interrupt is not None:
             parts.append(interrupt_html(item.interrupt))
         elif item.message is not None:

@@ -120,6 +120,36 @@ def test_a_subgraph_that_ran_on_a_fork_comes_from_that_fork(
             assert "ran in trip~" in page
 
 
+def test_a_subgraph_on_a_fork_inherits_nothing_its_mark_says_so(
+    forked_trip: Path, tmp_path: Path
+) -> None:
+    """The fork point's mark on a subgraph's page (web and notebook) says what is
+    below it, its own, and not that what is above was inherited: a subgraph's branch
+    inherits nothing. A thread's fork, which inherits the steps before it, says both."""
+    from rewinddb.notebook import _html
+
+    with rewinddb.open(_copy(forked_trip, tmp_path)) as db:
+        (fork,) = [b.name for b in db.branches.list() if b.name.startswith("lg/trip~")]
+        (on_fork,) = [n for n, a in _subgraphs(db).items() if a.summary.fork is not None]
+        told = story.branch_story(db, on_fork)
+        assert told.summary.fork is not None
+        marks = [i for i in story.step_items(told.steps, told.summary.fork, newest=True)]
+        assert [i.after_inherited for i in marks if i.kind == "fork"] == [False]
+        chat = story.chat(told.transcript, told.summary.fork) if told.transcript else []
+        assert all(not i.after_inherited for i in chat if i.kind == "fork")
+        thread_told = story.branch_story(db, fork)
+        thread_marks = story.step_items(thread_told.steps, thread_told.summary.fork, newest=True)
+        assert [i.after_inherited for i in thread_marks if i.kind == "fork"] == [True]
+        with TestClient(create_app(db.path), base_url="http://localhost") as client:
+            sub_page = client.get(branch_url(on_fork)).text
+            fork_page = client.get(branch_url(fork)).text
+        assert "fork point" in sub_page and "below, this branch" in sub_page
+        assert "inherited from" not in sub_page
+        assert "above, inherited from" in fork_page
+        mark = _html.fork_mark(told.summary.fork, after_inherited=False)
+        assert "inherited" not in mark and "below, this branch" in mark
+
+
 def test_a_subgraph_fork_whose_root_checkpoint_was_cut_names_no_step(
     forked_trip: Path, tmp_path: Path
 ) -> None:
