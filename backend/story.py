@@ -185,6 +185,12 @@ ROLES = frozenset({"human", "ai", "tool", "system"})
 _ROLE_NAMES = {"user": "human", "assistant": "ai"}
 
 
+#: What a tool call with no result shows: none yet, or one the branch got after its
+#: fork point for a call it inherited (shown below the fork point's mark).
+NO_RESULT = "no result yet"
+AFTER_FORK = "its result came after the fork point"
+
+
 @dataclass(frozen=True)
 class ChatItem:
     """One thing in the conversation column: a message, an approval card, or the mark
@@ -198,6 +204,8 @@ class ChatItem:
     after_inherited: bool = False
     """Of the fork point's mark: inherited messages come before it (a branch that
     inherited none, a subgraph's, has only its own below)."""
+    pending: str = NO_RESULT
+    """What a tool call of the message with no result shows in its place."""
 
 
 @dataclass(frozen=True)
@@ -248,14 +256,24 @@ def _inherited(message: Message, fork: Fork | None) -> bool:
 def chat(transcript: Transcript, fork: Fork | None) -> list[ChatItem]:
     """A page of the conversation as the column shows it: messages oldest first, each
     interrupt before the first message that came after it, the fork point marked
-    between the inherited messages and the branch's own. A tool message is left out
-    when a call's card on this page already shows it as that call's result."""
+    between the inherited messages (and interrupts) and the branch's own. A tool
+    message is left out when a call's card on this page already shows it as that
+    call's result, on the same side of the fork: a result the branch got itself for a
+    call it inherited stays a message of its own, below the mark, and the call's card
+    above it shows no result."""
     messages = transcript.messages
-    answered = {
-        call.id
+    sides = {  # (call id -> whether the message that asked for it was inherited)
+        call.id: _inherited(message, fork)
         for message in messages
         for call in message.tool_calls
         if call.id is not None and call.result is not None
+    }
+    crossing = {  # the calls whose result message is on the other side of the fork
+        message.tool_call_id
+        for message in messages
+        if role_of(message) == "tool"
+        and message.tool_call_id in sides
+        and sides[message.tool_call_id] != _inherited(message, fork)
     }
     first_page = transcript.start == 0
     newest_page = transcript.start + len(messages) >= transcript.total
@@ -266,28 +284,52 @@ def chat(transcript: Transcript, fork: Fork | None) -> list[ChatItem]:
         (i for i in transcript.interrupts if i.step is None or low <= i.step <= high),
         key=lambda i: math.inf if i.step is None else i.step,
     )
+    starts = first_page and fork is not None and fork.version > 0
     items: list[ChatItem] = []
     marked = fork is None
     seen_inherited = False
+
+    def mark_before(step: int | None) -> None:
+        """The fork point's mark, before the first thing the branch did itself (a
+        message or an interrupt whose step is unknown cannot say which side it is on)."""
+        nonlocal marked
+        own = fork is not None and step is not None and step > fork.version
+        if not marked and own and (seen_inherited or starts):
+            items.append(ChatItem("fork", fork=fork, after_inherited=seen_inherited))
+            marked = True
+
     for message in messages:
         while (
             waiting
             and waiting[0].step is not None
             and (message.step is not None and waiting[0].step < message.step)
         ):
-            items.append(ChatItem("interrupt", interrupt=waiting.pop(0)))
+            asked = waiting.pop(0)
+            mark_before(asked.step)
+            if fork is not None and asked.step is not None and asked.step <= fork.version:
+                seen_inherited = True
+            items.append(ChatItem("interrupt", interrupt=asked))
         inherited = _inherited(message, fork)
-        # A message whose step is unknown cannot say which side of the fork it is on.
-        own = fork is not None and message.step is not None and not inherited
-        starts = first_page and fork is not None and fork.version > 0
-        if not marked and own and (seen_inherited or starts):
-            items.append(ChatItem("fork", fork=fork, after_inherited=seen_inherited))
-            marked = True
+        mark_before(message.step)
         seen_inherited = seen_inherited or inherited
-        if role_of(message) == "tool" and message.tool_call_id in answered:
+        if role_of(message) == "tool" and message.tool_call_id in sides:
+            if message.tool_call_id not in crossing:
+                continue
+        elif any(call.id in crossing for call in message.tool_calls):
+            message = replace(
+                message,
+                tool_calls=tuple(
+                    replace(call, result=None) if call.id in crossing else call
+                    for call in message.tool_calls
+                ),
+            )
+            item = ChatItem("message", message=message, inherited=inherited, pending=AFTER_FORK)
+            items.append(item)
             continue
         items.append(ChatItem("message", message=message, inherited=inherited))
-    items += [ChatItem("interrupt", interrupt=i) for i in waiting]
+    for asked in waiting:
+        mark_before(asked.step)
+        items.append(ChatItem("interrupt", interrupt=asked))
     if not marked and newest_page and seen_inherited:
         items.append(ChatItem("fork", fork=fork, after_inherited=True))  # none of its own yet
     return items

@@ -110,7 +110,7 @@ def _page_words(shown: int, total: int, noun: str) -> str:
 
 def _chat_lines(item: story.ChatItem) -> Iterator[str]:
     if item.message is not None:
-        yield from _message_lines(item.message, item.inherited)
+        yield from _message_lines(item.message, item.inherited, item.pending)
     elif item.interrupt is not None:
         question, _rest = story.question_text(item.interrupt)
         asked = f"  ? {item.interrupt.node or 'the graph'} asks: {_short(question)}"
@@ -123,7 +123,7 @@ def _chat_lines(item: story.ChatItem) -> Iterator[str]:
         yield _fork_line(item.fork)
 
 
-def _message_lines(message: Message, inherited: bool) -> Iterator[str]:
+def _message_lines(message: Message, inherited: bool, pending: str) -> Iterator[str]:
     role = story.role_of(message)
     name = message.role if role == "other" else role
     mark = "  " if not inherited else "  ."  # (said before the fork point)
@@ -131,7 +131,7 @@ def _message_lines(message: Message, inherited: bool) -> Iterator[str]:
         yield f"{mark}{name:6} {_short(message.text)}"
     for call in message.tool_calls:
         arguments = _short(payload_text(call.arguments), 120)
-        result = "no result yet" if call.result is None else _short(call.result, 160)
+        result = pending if call.result is None else _short(call.result, 160)
         yield f"{mark}{name:6} calls {call.name}({arguments}) -> {result}"
 
 

@@ -104,12 +104,13 @@ def summary_html(summary: Summary) -> str:
 # -- the conversation ---------------------------------------------------------------
 
 
-def tool_call_html(call: ToolCall) -> str:
-    """A tool call as a card: the tool, its arguments and, once it answered, the result."""
+def tool_call_html(call: ToolCall, pending: str = story.NO_RESULT) -> str:
+    """A tool call as a card: the tool, its arguments and, once it answered, the result
+    (else ``pending``: none yet, or one that came after the fork point)."""
     result = (
         f'<div><span style="{_MUTED}">result</span> {escape(call.result)}</div>'
         if call.result is not None
-        else f'<div style="{_MUTED}"><i>no result yet</i></div>'
+        else f'<div style="{_MUTED}"><i>{escape(pending)}</i></div>'
     )
     ident = f' <span style="{_MUTED}">{escape(call.id)}</span>' if call.id else ""
     return (
@@ -135,7 +136,7 @@ def interrupt_html(interrupt: Interrupt) -> str:
     )
 
 
-def message_html(item: Message, *, inherited: bool = False) -> str:
+def message_html(item: Message, *, inherited: bool = False, pending: str = story.NO_RESULT) -> str:
     """One message: its role, its text, and the tool calls it asked for as cards."""
     role = story.role_of(item)
     color, background = _ROLE_STYLE.get(role, ("#555", "#fff"))
@@ -145,7 +146,7 @@ def message_html(item: Message, *, inherited: bool = False) -> str:
     if inherited:
         who += f' <span style="{_MUTED}">(before the fork)</span>'
     text = f"<div>{escape(item.text)}</div>" if item.text else ""
-    calls = "".join(tool_call_html(call) for call in item.tool_calls)
+    calls = "".join(tool_call_html(call, pending) for call in item.tool_calls)
     faded = ";opacity:0.75" if inherited else ""
     return (
         f'<div style="border-left:3px solid {color};background:{background};'
@@ -176,7 +177,7 @@ def chat_html(transcript: Transcript, fork: Fork | None = None) -> str:
         elif item.kind == "interrupt" and item.interrupt is not None:
             parts.append(interrupt_html(item.interrupt))
         elif item.message is not None:
-            parts.append(message_html(item.message, inherited=item.inherited))
+            parts.append(message_html(item.message, inherited=item.inherited, pending=item.pending))
     return "".join(parts)
 
 

@@ -13,6 +13,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command, interrupt
 
+import rewinddb
+from rewinddb import story, story_text
 from rewinddb.cli import main
 from rewinddb.integrations.langgraph import RewindSaver
 
@@ -158,3 +160,58 @@ def test_diff_of_a_thread_with_its_own_past_lists_each_message(
     ]
     assert told[6].startswith("4 changes: 4 added, 0 removed, 0 changed (")
     assert not any("__class__" in line for line in told)
+
+
+def test_what_a_replay_did_itself_is_told_below_its_fork_point(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A replay of a step that waited on an approval, answered "no" on the thread and
+    "yes" on the replay: the replay's answer and its tool's result are told below the
+    fork point (its own), and the call it inherited says its result came after the
+    fork point, not the replay's result as if it had come before."""
+    path = tmp_path / "agent"
+    builder = StateGraph(State)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", tools)
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", route)
+    builder.add_edge("tools", "agent")
+    with RewindSaver.from_path(path) as saver:
+        graph = builder.compile(checkpointer=saver)
+        config: Any = {"configurable": {"thread_id": "t"}}
+        graph.invoke({"messages": [HumanMessage("Lisbon")]}, config)
+        graph.invoke(Command(resume="no"), config)
+        asked = next(s for s in graph.get_state_history(config) if s.next == ("tools",))
+        graph.invoke(None, asked.config)  # the replay asks again
+        graph.invoke(Command(resume="yes"), config)
+    assert main(["story", str(path)]) == 0
+    fork = next(
+        line.split()[0] for line in capsys.readouterr().out.splitlines() if line.startswith("t~")
+    )
+    assert main(["story", str(path), fork]) == 0
+    out = capsys.readouterr().out
+    told = out[out.index("conversation") : out.index("steps (")].splitlines()
+    mark = next(i for i, line in enumerate(told) if line.startswith("  ---- "))
+    above, below = told[1:mark], told[mark + 1 :]
+    assert (
+        '  .ai     calls get_weather({"city":"Lisbon"}) -> its result came after the fork point'
+        in above
+    )
+    assert not any("sunny" in line or "answered yes" in line for line in above)
+    assert [line for line in below if line.strip()] == [
+        "  ? tools asks: Call the weather service? -> answered yes",
+        "  tool   sunny",
+        "  ai     It is sunny.",
+    ]
+    with rewinddb.open(path, readonly=True) as db:
+        branch = story_text.attempt_branch(db, fork)
+        told_story = story.branch_story(db, branch)
+        assert told_story.transcript is not None
+        items = story.chat(told_story.transcript, told_story.summary.fork)
+    kinds = [i.kind for i in items]
+    at = kinds.index("fork")
+    assert kinds[at + 1 :] == ["interrupt", "message", "message"]
+    assert items[at].after_inherited
+    (call_item,) = [i for i in items[:at] if i.message is not None and i.message.tool_calls]
+    assert call_item.pending == story.AFTER_FORK
+    assert call_item.message is not None and call_item.message.tool_calls[0].result is None
