@@ -151,7 +151,8 @@ def diff_lines(
     """A diff as its branches' presenter tells it (``story.diff_rows``), between the
     attempts ``titles`` names: one line per row people read (``~ messages[2]: "hotel" ->
     "hostel"``, a message as ``teller`` reads it: ``+ messages[4]: ai: It is sunny.``),
-    the bookkeeping counted."""
+    the stored changes it leaves out (bookkeeping, the fields inside a message told
+    whole) counted."""
 
     def text(value: Any) -> str:
         told = teller.value_text(value)
@@ -176,5 +177,5 @@ def diff_lines(
         else "no changes"
     )
     if hidden:
-        line += f" ({plural(hidden, 'bookkeeping change')} not shown: --stored shows them)"
+        line += f" ({plural(hidden, 'more stored change')} not shown: --stored shows them)"
     yield line

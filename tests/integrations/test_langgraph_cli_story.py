@@ -135,7 +135,7 @@ def test_log_show_and_diff_take_a_thread_by_its_thread_id(
     told = capsys.readouterr().out.splitlines()
     assert told[0].startswith("--- weather/ü (version ") and told[1].startswith(f"+++ {fork} ")
     assert "+ messages[1]: human: Porto" in told  # the channel, its messages as read
-    assert "bookkeeping changes not shown" in told[-1]
+    assert "more stored changes not shown" in told[-1]
     assert not any("channel/" in line or "$." in line for line in told)
     assert main(["diff", str(path), "weather/ü", fork, "--stored"]) == 0
     assert "kv 'channel/messages'" in capsys.readouterr().out  # the store's own diff
@@ -162,14 +162,9 @@ def test_diff_of_a_thread_with_its_own_past_lists_each_message(
     assert not any("__class__" in line for line in told)
 
 
-def test_what_a_replay_did_itself_is_told_below_its_fork_point(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """A replay of a step that waited on an approval, answered "no" on the thread and
-    "yes" on the replay: the replay's answer and its tool's result are told below the
-    fork point (its own), and the call it inherited says its result came after the
-    fork point, not the replay's result as if it had come before."""
-    path = tmp_path / "agent"
+def _record_replay(path: Path) -> None:
+    """Thread ``t``: Lisbon, the weather call refused ("no"); then a replay of the step
+    that asked, answered "yes" (a fork, ``t~...``)."""
     builder = StateGraph(State)
     builder.add_node("agent", agent)
     builder.add_node("tools", tools)
@@ -184,6 +179,37 @@ def test_what_a_replay_did_itself_is_told_below_its_fork_point(
         asked = next(s for s in graph.get_state_history(config) if s.next == ("tools",))
         graph.invoke(None, asked.config)  # the replay asks again
         graph.invoke(Command(resume="yes"), config)
+
+
+def test_a_diffs_count_of_what_it_does_not_show_is_every_stored_change_left(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``rewinddb diff`` counts what it leaves out as stored changes (``--stored`` shows
+    them), not as bookkeeping: some are the stored changes inside a message a row tells
+    (its ``.content``, its ``.id``)."""
+    path = tmp_path / "agent"
+    _record_replay(path)
+    with rewinddb.open(path, readonly=True) as db:
+        (fork,) = [b.name for b in db.branches.list() if b.name.startswith("lg/t~")]
+        diff = db.diff("lg/t", fork, readable=True)
+        rows = story.diff_rows(db, story.presenter_of(db, fork), diff)
+    hidden = [r for r in rows if r.hidden]
+    assert [r.change.path for r in hidden if r.change.path.startswith("$.items[")]
+    assert main(["diff", str(path), "t", fork]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.endswith(f"({len(hidden)} more stored changes not shown: --stored shows them)")
+    assert "bookkeeping" not in last
+
+
+def test_what_a_replay_did_itself_is_told_below_its_fork_point(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A replay of a step that waited on an approval, answered "no" on the thread and
+    "yes" on the replay: the replay's answer and its tool's result are told below the
+    fork point (its own), and the call it inherited says its result came after the
+    fork point, not the replay's result as if it had come before."""
+    path = tmp_path / "agent"
+    _record_replay(path)
     assert main(["story", str(path)]) == 0
     fork = next(
         line.split()[0] for line in capsys.readouterr().out.splitlines() if line.startswith("t~")
