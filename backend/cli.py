@@ -27,7 +27,7 @@ from ._values import jsonable
 from .database import Database
 from .database import open as open_database
 from .diff import Diff
-from .errors import BranchNotFound, CorruptDatabaseError, InvalidInputError, RewindError
+from .errors import CorruptDatabaseError, InvalidInputError, RewindError
 from .presenters import Presenter, readable, to_dict
 from .progress import Progress
 from .retention import GcReport, RetentionPolicy
@@ -91,14 +91,10 @@ def cmd_branches(args: argparse.Namespace) -> None:
 
 
 def _branch_named(db: Database, name: str) -> str:
-    """The branch a command's argument names: a branch, or an attempt by its title
-    (a LangGraph thread by its thread id), as ``rewinddb story`` takes them."""
+    """The branch a command's argument names (``story_text.branch_named``)."""
     from . import story_text
 
-    try:
-        return story_text.attempt_branch(db, name)
-    except BranchNotFound:
-        return name  # no attempt is titled so: the store's read says why (deleted, when)
+    return story_text.branch_named(db, name)
 
 
 def cmd_log(args: argparse.Namespace) -> None:

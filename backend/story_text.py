@@ -46,6 +46,16 @@ def attempt_branch(db: Database, name: str) -> str:
     )
 
 
+def branch_named(db: Database, name: str) -> str:
+    """The branch a command's or a helper's argument names: a branch, or an attempt by
+    its title (``attempt_branch``); a name neither is stays as given, so that the
+    store's own read says why (no such branch, deleted when)."""
+    try:
+        return attempt_branch(db, name)
+    except BranchNotFound:
+        return name
+
+
 def attempts_lines(attempts: list[story.Attempt]) -> Iterator[str]:
     """Each attempt: its title, kind and status, where it came from, how it ended."""
     titles = {attempt.branch.name: attempt.summary.title for attempt in attempts}

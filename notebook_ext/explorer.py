@@ -18,7 +18,7 @@ import ipywidgets as widgets
 import plotly.graph_objects as go
 
 import rewinddb
-from rewinddb import rendering, story
+from rewinddb import rendering, story, story_text
 from rewinddb.plotting import graph_figure, points_trace, story_labels
 from rewinddb.presenters import STEPS_PAGE, Fork, StepPage, Transcript
 
@@ -498,8 +498,10 @@ def show_diff(
 ) -> widgets.HTML:
     """One diff, inline: ``show_diff(db, "run-1", "run-2")``, told as ``b``'s presenter
     tells it (a LangGraph thread's channels by name, values decoded, bookkeeping
-    folded), as the web explorer's compare page shows it."""
+    folded), as the web explorer's compare page shows it. ``a`` and ``b`` are branches
+    or attempts by their titles, as ``rewinddb story`` lists them (a thread id)."""
     try:
+        a, b = story_text.branch_named(db, a), story_text.branch_named(db, b)
         diff = db.diff(a, b, as_of_a=as_of_a, as_of_b=as_of_b, readable=True)
         return widgets.HTML(panel(_html.diff_html(db, diff)))
     except rewinddb.RewindError as error:

@@ -89,6 +89,11 @@ def test_show_diff_reads_as_the_web_compare_page(trip: tuple[Path, dict[str, int
     assert "$." not in shown and "channel/" not in shown and "kv " not in shown
     assert not ENCODED.search(text(shown_diff))
     assert re.search(r"\(and \d+ hidden\)", shown)
+    # The thread by its thread id, as ``rewinddb story`` and ``rewinddb diff`` name it.
+    with rewinddb.open(path, readonly=True) as db:
+        by_title = show_diff(db, THREAD, THREAD, as_of_a=_started(db), as_of_b=head).value
+        assert "nope" in show_diff(db, THREAD, "nope").value
+    assert by_title == shown_diff
 
 
 def test_a_steps_rows_are_named_by_channel(trip: tuple[Path, dict[str, int]]) -> None:
