@@ -42,15 +42,20 @@ def route(state: State) -> str:
     return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
 
 
-def record(path: Path) -> None:
+def _weather() -> StateGraph:
+    """agent -> tools (asks before it calls the weather service) -> agent."""
     builder = StateGraph(State)
     builder.add_node("agent", agent)
     builder.add_node("tools", tools)
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", route)
     builder.add_edge("tools", "agent")
+    return builder
+
+
+def record(path: Path) -> None:
     with RewindSaver.from_path(path) as saver:
-        graph = builder.compile(checkpointer=saver)
+        graph = _weather().compile(checkpointer=saver)
         config: Any = {"configurable": {"thread_id": "weather/ü"}}
         graph.invoke({"messages": [HumanMessage("Lisbon")]}, config)
         graph.invoke(Command(resume="yes"), config)
@@ -165,14 +170,8 @@ def test_diff_of_a_thread_with_its_own_past_lists_each_message(
 def _record_replay(path: Path) -> None:
     """Thread ``t``: Lisbon, the weather call refused ("no"); then a replay of the step
     that asked, answered "yes" (a fork, ``t~...``)."""
-    builder = StateGraph(State)
-    builder.add_node("agent", agent)
-    builder.add_node("tools", tools)
-    builder.add_edge(START, "agent")
-    builder.add_conditional_edges("agent", route)
-    builder.add_edge("tools", "agent")
     with RewindSaver.from_path(path) as saver:
-        graph = builder.compile(checkpointer=saver)
+        graph = _weather().compile(checkpointer=saver)
         config: Any = {"configurable": {"thread_id": "t"}}
         graph.invoke({"messages": [HumanMessage("Lisbon")]}, config)
         graph.invoke(Command(resume="no"), config)
