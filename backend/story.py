@@ -312,10 +312,12 @@ def chat(transcript: Transcript, fork: Fork | None) -> list[ChatItem]:
         inherited = _inherited(message, fork)
         mark_before(message.step)
         seen_inherited = seen_inherited or inherited
+        pending = NO_RESULT
         if role_of(message) == "tool" and message.tool_call_id in sides:
             if message.tool_call_id not in crossing:
                 continue
         elif any(call.id in crossing for call in message.tool_calls):
+            pending = AFTER_FORK
             message = replace(
                 message,
                 tool_calls=tuple(
@@ -323,10 +325,7 @@ def chat(transcript: Transcript, fork: Fork | None) -> list[ChatItem]:
                     for call in message.tool_calls
                 ),
             )
-            item = ChatItem("message", message=message, inherited=inherited, pending=AFTER_FORK)
-            items.append(item)
-            continue
-        items.append(ChatItem("message", message=message, inherited=inherited))
+        items.append(ChatItem("message", message=message, inherited=inherited, pending=pending))
     for asked in waiting:
         mark_before(asked.step)
         items.append(ChatItem("interrupt", interrupt=asked))
