@@ -356,15 +356,40 @@ def presenter_of(db: Database, branch: str) -> Presenter:
 
 
 def attempts(db: Database, *, include_internal: bool = False) -> list[Attempt]:
-    """Every live branch with its summary; integrations' bookkeeping branches and an
-    empty ``default`` are left out unless ``include_internal``."""
+    """Every live branch with its summary, each fork right after the branch it came from
+    (an attempt's retries follow it, not the unrelated threads begun after it);
+    integrations' bookkeeping branches and an empty ``default`` are left out unless
+    ``include_internal``."""
     found = []
     with db.read():
         for branch in db.branches.list():
             summary = presenters.presenter_for(branch).summary(db, branch)
             if include_internal or not summary.internal:
                 found.append(Attempt(branch, summary))
-    return found
+    return _by_family(found)
+
+
+def _by_family(found: list[Attempt]) -> list[Attempt]:
+    """``found`` (oldest first) with each branch followed by its forks, depth first; a
+    branch whose parent is not listed starts a family of its own."""
+    listed = {attempt.branch.name for attempt in found}
+    forks: dict[str, list[Attempt]] = {}
+    roots = []
+    for attempt in found:
+        parent = attempt.branch.parent
+        if parent is None or parent not in listed or parent == attempt.branch.name:
+            roots.append(attempt)
+        else:
+            forks.setdefault(parent, []).append(attempt)
+    ordered: list[Attempt] = []
+    stack = roots[::-1]
+    while stack:
+        attempt = stack.pop()
+        ordered.append(attempt)
+        stack.extend(forks.pop(attempt.branch.name, [])[::-1])
+    for left in forks.values():  # a parent cycle (damage: verify names it), as listed
+        ordered.extend(left)
+    return ordered
 
 
 def branch_story(

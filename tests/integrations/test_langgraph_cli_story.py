@@ -240,3 +240,28 @@ def test_what_a_replay_did_itself_is_told_below_its_fork_point(
     (call_item,) = [i for i in items[:at] if i.message is not None and i.message.tool_calls]
     assert call_item.pending == story.AFTER_FORK
     assert call_item.message is not None and call_item.message.tool_calls[0].result is None
+
+
+def test_a_threads_forks_are_listed_after_it_not_after_threads_begun_later(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "agent"
+    with RewindSaver.from_path(path) as saver:
+        graph = _weather().compile(checkpointer=saver)
+        first: Any = {"configurable": {"thread_id": "first"}}
+        graph.invoke({"messages": [HumanMessage("Lisbon")]}, first)
+        later: Any = {"configurable": {"thread_id": "later"}}
+        graph.invoke({"messages": [HumanMessage("Oslo")]}, later)
+        start = list(graph.get_state_history(first))[-2]
+        edited = graph.update_state(start.config, {"messages": [HumanMessage("Porto")]})
+        graph.invoke(None, edited)  # a fork of "first", begun after "later"
+    with rewinddb.open(path) as db:
+        listed = [attempt.summary.title for attempt in story.attempts(db)]
+        assert listed[0] == "first"
+        assert listed[1].startswith("first~") and listed[2] == "later"
+        everything = [a.branch.name for a in story.attempts(db, include_internal=True)]
+        assert everything.index("lg/first") < everything.index(f"lg/{listed[1]}")
+        assert everything.index(f"lg/{listed[1]}") < everything.index("lg/later")
+    assert main(["story", str(path)]) == 0
+    titles = [line.split("  ")[0] for line in capsys.readouterr().out.splitlines()]
+    assert [t for t in titles if t] == listed
