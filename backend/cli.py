@@ -192,12 +192,12 @@ def _told_diff(db: Database, diff: Diff, a: str, b: str) -> list[str] | None:
     teller, other = story.presenter_of(db, b), story.presenter_of(db, a)
     if teller.name != other.name or teller.name == Presenter.name:
         return None
-    titles = (
-        other.summary(db, db.branches.get(a)).title,
-        teller.summary(db, db.branches.get(b)).title,
+    headers = (
+        story_text.point_label(db, other, diff.a, other.summary(db, db.branches.get(a)).title),
+        story_text.point_label(db, teller, diff.b, teller.summary(db, db.branches.get(b)).title),
     )
     rows = story.diff_rows(db, teller, diff)
-    return list(story_text.diff_lines(diff, rows, titles, teller))
+    return list(story_text.diff_lines(diff, rows, headers, teller))
 
 
 def cmd_export(args: argparse.Namespace) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from . import story
 from ._values import short_text
 from .database import Database
-from .diff import Diff
+from .diff import Diff, Point
 from .errors import BranchNotFound, InvalidInputError
 from .presenters import DiffRow, Fork, Message, Presenter, Step, payload_text
 from .rendering import plural
@@ -155,21 +155,31 @@ def _fork_line(fork: Fork) -> str:
     return f"  ---- {fork.label} ----"
 
 
+def point_label(db: Database, teller: Presenter, point: Point, title: str) -> str:
+    """A diff's side as people name it: the attempt's title and the step its state is
+    of (``t1 (step 3, version 15)``), or the version read where no step holds it."""
+    page = teller.steps(db, point.branch, before=point.version + 1, limit=1)
+    if not page.steps:
+        return f"{title} (version {point.version})"
+    step = page.steps[-1]
+    return f"{title} (step {step.number}, version {step.version})"
+
+
 def diff_lines(
-    diff: Diff, rows: tuple[DiffRow, ...], titles: tuple[str, str], teller: Presenter
+    diff: Diff, rows: tuple[DiffRow, ...], headers: tuple[str, str], teller: Presenter
 ) -> Iterator[str]:
     """A diff as its branches' presenter tells it (``story.diff_rows``), between the
-    attempts ``titles`` names: one line per row people read (``~ messages[2]: "hotel" ->
-    "hostel"``, a message as ``teller`` reads it: ``+ messages[4]: ai: It is sunny.``),
-    the stored changes it leaves out (bookkeeping, the fields inside a message told
-    whole) counted."""
+    sides ``headers`` names (``point_label``): one line per row people read (``~
+    messages[2]: "hotel" -> "hostel"``, a message as ``teller`` reads it: ``+
+    messages[4]: ai: It is sunny.``), the stored changes it leaves out (bookkeeping, the
+    fields inside a message told whole) counted."""
 
     def text(value: Any) -> str:
         told = teller.value_text(value)
         return _short(told) if told is not None else short_text(value)
 
-    yield f"--- {titles[0]} (version {diff.a.version})"
-    yield f"+++ {titles[1]} (version {diff.b.version})"
+    yield f"--- {headers[0]}"
+    yield f"+++ {headers[1]}"
     shown = [row for row in rows if not row.hidden]
     for row in shown:
         if row.kind == "added":

@@ -2145,8 +2145,9 @@ def _longest_chain(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
 def _run_pairs(
     olds: range, news: range, shown_old: Any, shown_new: Any
 ) -> list[tuple[int | None, int | None]]:
-    """The pairs of one run of differing items (see ``_item_pairs``): the new items in
-    their order (changed or added), then the old ones no new item took (removed)."""
+    """The pairs of one run of differing items (see ``_item_pairs``), as a unified diff
+    orders a hunk: the old items no new item took (removed), then the new items in their
+    order (changed or added)."""
     if not olds or not news:
         return [(i, None) for i in olds] + [(None, j) for j in news]
     ids_old = {i: _id_of(shown_old[i]) for i in olds}
@@ -2161,7 +2162,7 @@ def _run_pairs(
         if i is not None:
             taken.add(i)
         pairs.append((i, j))
-    return pairs + [(i, None) for i in olds if i not in taken]
+    return [(i, None) for i in olds if i not in taken] + pairs
 
 
 def _stored_part(blob: Any, tokens: tuple[Any, ...]) -> Any:

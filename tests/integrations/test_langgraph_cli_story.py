@@ -138,8 +138,16 @@ def test_log_show_and_diff_take_a_thread_by_its_thread_id(
     fork = next(line for line in listed if line.startswith("weather/ü~")).split()[0]
     assert main(["diff", str(path), "weather/ü", fork]) == 0
     told = capsys.readouterr().out.splitlines()
-    assert told[0].startswith("--- weather/ü (version ") and told[1].startswith(f"+++ {fork} ")
-    assert "+ messages[1]: human: Porto" in told  # the channel, its messages as read
+    # Each side is named by the step its state is of; the messages, as read, go as a
+    # unified diff's lines do: what went, then what came in its place.
+    assert told[0] == "--- weather/ü (step 3, version 15)"
+    assert told[1].startswith(f"+++ {fork} (step 1, version ")
+    assert told[2:6] == [
+        "- messages[1]: ai: Checking.",
+        "- messages[2]: tool: sunny",
+        "- messages[3]: ai: It is sunny.",
+        "+ messages[1]: human: Porto",
+    ]
     assert "more stored changes not shown" in told[-1]
     assert not any("channel/" in line or "$." in line for line in told)
     assert main(["diff", str(path), "weather/ü", fork, "--stored"]) == 0
